@@ -1,0 +1,87 @@
+package downloader
+
+import (
+	"context"
+	"container/list"
+	"net"
+	"sync"
+	"time"
+)
+
+// DNSCache resolves host names and remembers the answers. The downloader
+// dials through it, and the throttler reads it to build per-IP scopes
+// (CONCURRENT_REQUESTS_PER_IP).
+type DNSCache struct {
+	resolver *net.Resolver
+	timeout  time.Duration
+	size     int
+
+	mu      sync.Mutex
+	entries map[string]*list.Element
+	order   *list.List // front = most recently used
+}
+
+type dnsEntry struct {
+	host  string
+	addrs []string
+}
+
+// NewDNSCache returns a cache of at most size host names (0 = unbounded)
+// whose lookups fail after timeout (0 = no timeout).
+func NewDNSCache(size int, timeout time.Duration) *DNSCache {
+	return &DNSCache{resolver: net.DefaultResolver, timeout: timeout, size: size,
+		entries: map[string]*list.Element{}, order: list.New()}
+}
+
+// Lookup returns the addresses of host, from the cache when present. An IP
+// literal is returned as is.
+func (c *DNSCache) Lookup(ctx context.Context, host string) ([]string, error) {
+	if ip := net.ParseIP(host); ip != nil {
+		return []string{host}, nil
+	}
+	c.mu.Lock()
+	if el, ok := c.entries[host]; ok {
+		c.order.MoveToFront(el)
+		addrs := el.Value.(*dnsEntry).addrs
+		c.mu.Unlock()
+		return addrs, nil
+	}
+	c.mu.Unlock()
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	addrs, err := c.resolver.LookupHost(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[host]; ok {
+		el.Value.(*dnsEntry).addrs = addrs
+		c.order.MoveToFront(el)
+		return addrs, nil
+	}
+	c.entries[host] = c.order.PushFront(&dnsEntry{host: host, addrs: addrs})
+	if c.size > 0 && c.order.Len() > c.size {
+		old := c.order.Back()
+		c.order.Remove(old)
+		delete(c.entries, old.Value.(*dnsEntry).host)
+	}
+	return addrs, nil
+}
+
+// Cached returns the first cached address of host without resolving, and
+// whether there was one. IP literals are always "cached".
+func (c *DNSCache) Cached(host string) (string, bool) {
+	if ip := net.ParseIP(host); ip != nil {
+		return host, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[host]; ok && len(el.Value.(*dnsEntry).addrs) > 0 {
+		return el.Value.(*dnsEntry).addrs[0], true
+	}
+	return "", false
+}

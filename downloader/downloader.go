@@ -1,0 +1,367 @@
+// Package downloader fetches requests over HTTP with a net/http transport
+// tuned for crawling: connections reused and sized to the crawl's
+// concurrency, HTTP/2 where the server offers it, a DNS cache, timeouts, and
+// size limits enforced while streaming and after decompression (gzip,
+// deflate, br), so a decompression bomb stops at the limit.
+//
+// Failures are *Error values with a Kind (ErrDownloadFailed,
+// ErrDownloadTimeout, ErrResponseDataLoss, ErrResponseTooLarge) that
+// settings such as BACKOFF_EXCEPTIONS and RETRY_EXCEPTIONS match by name.
+//
+// The downloader does not follow redirects, keep cookies or retry: those
+// are downloader middlewares, so that every new request goes back through
+// the scheduler and throttling.
+package downloader
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/andybalholm/brotli"
+	"github.com/rs/zerolog"
+
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// Request meta keys read by the downloader.
+const (
+	// MetaDownloadTimeout overrides DOWNLOAD_TIMEOUT (seconds) for one request.
+	MetaDownloadTimeout = "download_timeout"
+	// MetaDownloadMaxSize overrides DOWNLOAD_MAXSIZE (bytes) for one request.
+	MetaDownloadMaxSize = "download_maxsize"
+	// MetaDownloadWarnSize overrides DOWNLOAD_WARNSIZE (bytes) for one request.
+	MetaDownloadWarnSize = "download_warnsize"
+	// MetaDownloadFailOnDataLoss overrides DOWNLOAD_FAIL_ON_DATALOSS.
+	MetaDownloadFailOnDataLoss = "download_fail_on_dataloss"
+	// MetaProxy sets the proxy URL for one request ("http://user:pass@host:port").
+	MetaProxy = "proxy"
+)
+
+// Options configure a Downloader. Zero fields take the defaults of the
+// matching settings.
+type Options struct {
+	// Timeout is DOWNLOAD_TIMEOUT.
+	Timeout time.Duration
+	// MaxSize is DOWNLOAD_MAXSIZE (0 = unlimited).
+	MaxSize int64
+	// WarnSize is DOWNLOAD_WARNSIZE (0 = never warn).
+	WarnSize int64
+	// FailOnDataLoss is DOWNLOAD_FAIL_ON_DATALOSS.
+	FailOnDataLoss bool
+	// Compression asks for and decodes gzip, deflate and br.
+	Compression bool
+	// MaxConns sizes the connection pool: the crawl's global concurrency.
+	MaxConns int
+	// MaxConnsPerHost sizes idle connections kept per host.
+	MaxConnsPerHost int
+	// DNS is the cache used for dialing; nil creates one.
+	DNS *DNSCache
+	// Log receives size warnings.
+	Log zerolog.Logger
+	// Transport replaces the tuned transport (tests, custom TLS); optional.
+	Transport http.RoundTripper
+}
+
+// OptionsFromSettings reads the downloader's settings.
+func OptionsFromSettings(s *settings.Settings) Options {
+	o := Options{
+		Timeout:         s.Seconds("DOWNLOAD_TIMEOUT"),
+		MaxSize:         int64(s.Int("DOWNLOAD_MAXSIZE")),
+		WarnSize:        int64(s.Int("DOWNLOAD_WARNSIZE")),
+		FailOnDataLoss:  s.Bool("DOWNLOAD_FAIL_ON_DATALOSS"),
+		Compression:     s.Bool("COMPRESSION_ENABLED"),
+		MaxConns:        s.Int("CONCURRENT_REQUESTS"),
+		MaxConnsPerHost: s.Int("CONCURRENT_REQUESTS_PER_DOMAIN"),
+	}
+	if s.Bool("DNSCACHE_ENABLED") {
+		o.DNS = NewDNSCache(s.Int("DNSCACHE_SIZE"), s.Seconds("DNS_TIMEOUT"))
+	}
+	return o
+}
+
+// Downloader fetches requests. It is safe for concurrent use.
+type Downloader struct {
+	opts   Options
+	client *http.Client
+	dns    *DNSCache
+}
+
+// New returns a downloader.
+func New(opts Options) *Downloader {
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = 16
+	}
+	if opts.MaxConnsPerHost <= 0 || opts.MaxConnsPerHost > opts.MaxConns {
+		opts.MaxConnsPerHost = opts.MaxConns
+	}
+	d := &Downloader{opts: opts, dns: opts.DNS}
+	rt := opts.Transport
+	if rt == nil {
+		rt = d.newTransport()
+	}
+	d.client = &http.Client{
+		Transport: rt,
+		// Redirects are followed by the redirect middleware, through the
+		// scheduler and throttling, never silently here.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return d
+}
+
+// DNS returns the downloader's DNS cache (nil when disabled).
+func (d *Downloader) DNS() *DNSCache { return d.dns }
+
+func (d *Downloader) newTransport() *http.Transport {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	dial := dialer.DialContext
+	if d.dns != nil {
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			addrs, err := d.dns.Lookup(ctx, host)
+			if err != nil {
+				return nil, err
+			}
+			var firstErr error
+			for _, a := range addrs {
+				c, err := dialer.DialContext(ctx, network, net.JoinHostPort(a, port))
+				if err == nil {
+					return c, nil
+				}
+				if firstErr == nil {
+					firstErr = err
+				}
+			}
+			return nil, firstErr
+		}
+	}
+	return &http.Transport{
+		Proxy:                 proxyFor,
+		DialContext:           dial,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          opts2(d.opts.MaxConns * 2),
+		MaxIdleConnsPerHost:   d.opts.MaxConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   30 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		// We decode ourselves so that size limits apply after decompression
+		// and every encoding (br included) is handled the same way.
+		DisableCompression: true,
+		TLSClientConfig:    &tls.Config{MinVersion: tls.VersionTLS12},
+	}
+}
+
+func opts2(n int) int { return max(n, 100) }
+
+type proxyKey struct{}
+
+func proxyFor(r *http.Request) (*url.URL, error) {
+	if p, ok := r.Context().Value(proxyKey{}).(*url.URL); ok {
+		return p, nil
+	}
+	return http.ProxyFromEnvironment(r)
+}
+
+// Fetch downloads req and returns the response with its body read,
+// decompressed and size-checked. HTTP error statuses are responses, not
+// errors; errors are *Error values with a Kind.
+func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+	timeout := d.opts.Timeout
+	if v, ok := metaFloat(req, MetaDownloadTimeout); ok {
+		timeout = time.Duration(v * float64(time.Second))
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	if p, ok := req.Get(MetaProxy).(string); ok && p != "" {
+		pu, err := url.Parse(p)
+		if err != nil {
+			return nil, &Error{Kind: ErrDownloadFailed, URL: req.URL.String(), Err: fmt.Errorf("invalid proxy meta: %v", err)}
+		}
+		ctx = context.WithValue(ctx, proxyKey{}, pu)
+	}
+	var body io.Reader
+	if len(req.Body) > 0 {
+		body = bytes.NewReader(req.Body)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, req.GetMethod(), req.URL.String(), body)
+	if err != nil {
+		return nil, &Error{Kind: ErrDownloadFailed, URL: req.URL.String(), Err: err}
+	}
+	for k, vs := range req.Header {
+		hreq.Header[k] = vs
+	}
+	if d.opts.Compression && hreq.Header.Get("Accept-Encoding") == "" {
+		hreq.Header.Set("Accept-Encoding", "gzip, deflate, br")
+	}
+	hres, err := d.client.Do(hreq)
+	if err != nil {
+		return nil, classify(ctx, req, err)
+	}
+	defer hres.Body.Close()
+
+	maxSize := d.opts.MaxSize
+	if v, ok := metaFloat(req, MetaDownloadMaxSize); ok {
+		maxSize = int64(v)
+	}
+	warnSize := d.opts.WarnSize
+	if v, ok := metaFloat(req, MetaDownloadWarnSize); ok {
+		warnSize = int64(v)
+	}
+	if maxSize > 0 && hres.ContentLength > maxSize {
+		return nil, &Error{Kind: ErrResponseTooLarge, URL: req.URL.String(),
+			Err: fmt.Errorf("Content-Length %d exceeds the maximum size %d (DOWNLOAD_MAXSIZE)", hres.ContentLength, maxSize)}
+	}
+
+	res := &spider.Response{
+		URL:      req.URL,
+		Status:   hres.StatusCode,
+		Header:   hres.Header,
+		Request:  req,
+		Protocol: hres.Proto,
+	}
+	var r io.Reader = hres.Body
+	if d.opts.Compression && req.GetMethod() != http.MethodHead {
+		r, err = decoder(hres.Header.Get("Content-Encoding"), r)
+		if err != nil {
+			return nil, &Error{Kind: ErrDownloadFailed, URL: req.URL.String(), Err: err}
+		}
+		if hres.Header.Get("Content-Encoding") != "" {
+			hres.Header.Del("Content-Encoding")
+			hres.Header.Del("Content-Length")
+		}
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, initialCap(hres.ContentLength, maxSize)))
+	limit := maxSize
+	if limit > 0 {
+		r = io.LimitReader(r, limit+1)
+	}
+	n, err := buf.ReadFrom(r)
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) && !failOnDataLoss(req, d.opts.FailOnDataLoss) && ctx.Err() == nil {
+			res.Flags = append(res.Flags, "truncated")
+		} else {
+			return nil, classify(ctx, req, err)
+		}
+	}
+	if limit > 0 && n > limit {
+		return nil, &Error{Kind: ErrResponseTooLarge, URL: req.URL.String(),
+			Err: fmt.Errorf("body exceeds the maximum size %d bytes (DOWNLOAD_MAXSIZE)", maxSize)}
+	}
+	if warnSize > 0 && n > warnSize {
+		d.opts.Log.Warn().Str("url", req.URL.String()).Int64("bytes", n).Int64("warnsize", warnSize).
+			Msg("response is larger than DOWNLOAD_WARNSIZE")
+	}
+	res.Body = buf.Bytes()
+	return res, nil
+}
+
+func initialCap(contentLength, maxSize int64) int64 {
+	c := int64(16 << 10)
+	if contentLength > 0 {
+		c = contentLength + 512
+	}
+	if maxSize > 0 && c > maxSize+1 {
+		c = maxSize + 1
+	}
+	return min(c, 8<<20)
+}
+
+func failOnDataLoss(req *spider.Request, def bool) bool {
+	if v, ok := req.Get(MetaDownloadFailOnDataLoss).(bool); ok {
+		return v
+	}
+	return def
+}
+
+func metaFloat(req *spider.Request, key string) (float64, bool) {
+	switch v := req.Get(key).(type) {
+	case float64:
+		return v, true
+	case int:
+		return float64(v), true
+	case int64:
+		return float64(v), true
+	case string:
+		f, err := strconv.ParseFloat(v, 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// decoder wraps r to undo Content-Encoding (possibly a list, applied in
+// order). Unknown encodings are an error.
+func decoder(encoding string, r io.Reader) (io.Reader, error) {
+	if encoding == "" {
+		return r, nil
+	}
+	encs := strings.Split(encoding, ",")
+	for i := len(encs) - 1; i >= 0; i-- {
+		switch e := strings.ToLower(strings.TrimSpace(encs[i])); e {
+		case "", "identity":
+		case "gzip", "x-gzip":
+			gz, err := gzip.NewReader(r)
+			if err != nil {
+				return nil, fmt.Errorf("gzip body: %w", err)
+			}
+			r = gz
+		case "deflate":
+			r = newDeflateReader(r)
+		case "br":
+			r = brotli.NewReader(r)
+		default:
+			return nil, fmt.Errorf("unsupported Content-Encoding %q", e)
+		}
+	}
+	return r, nil
+}
+
+// newDeflateReader accepts both zlib-wrapped deflate (what the RFC says) and
+// raw deflate (what some servers send).
+func newDeflateReader(r io.Reader) io.Reader {
+	var peek [2]byte
+	n, _ := io.ReadFull(r, peek[:])
+	rest := io.MultiReader(bytes.NewReader(peek[:n]), r)
+	if n == 2 && (uint16(peek[0])<<8|uint16(peek[1]))%31 == 0 && peek[0]&0x0f == 8 {
+		if z, err := zlib.NewReader(rest); err == nil {
+			return z
+		}
+	}
+	return flate.NewReader(rest)
+}
+
+// classify wraps a transport or body error in an *Error of the right kind.
+func classify(ctx context.Context, req *spider.Request, err error) error {
+	u := req.URL.String()
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, os.ErrDeadlineExceeded):
+		return &Error{Kind: ErrDownloadTimeout, URL: u, Err: err}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &Error{Kind: ErrResponseDataLoss, URL: u, Err: err}
+	case errors.Is(err, syscall.ECONNRESET) && ctx.Err() == nil:
+		return &Error{Kind: ErrDownloadFailed, URL: u, Err: err}
+	}
+	return &Error{Kind: ErrDownloadFailed, URL: u, Err: err}
+}

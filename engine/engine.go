@@ -1,0 +1,737 @@
+// Package engine runs a crawl. This file is the whole loop; follow one
+// request through it:
+//
+//  1. Start requests (spider.Start, consumed lazily) and requests produced
+//     by callbacks are enqueued into the Scheduler (dupefilter, throttling
+//     scopes assigned).
+//  2. Whenever a global slot is free (CONCURRENT_REQUESTS) and the start
+//     rate allows (MAX_STARTS_PER_SECOND), the loop asks the scheduler for
+//     the next request whose scopes are ready (Next). If none is ready it
+//     sleeps until the scheduler's wake time, a completion, or a new request.
+//  3. A worker goroutine downloads the request through the downloader
+//     middlewares. The innermost step reports the response or error to the
+//     throttler (backoff, Retry-After, ...) and to observers (metrics).
+//  4. The slot is freed; the worker passes the response through the spider
+//     middlewares to the callback, whose items go through the item
+//     pipelines and whose requests go back to step 1.
+//  5. When the callback has finished and its requests are enqueued, the job
+//     is acknowledged to the scheduler (a persistent queue forgets it only
+//     then), and the loop ends when nothing is queued or running.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/middleware"
+	"github.com/gocrawl/gocrawl/pipeline"
+	"github.com/gocrawl/gocrawl/scheduler"
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/stats"
+	"github.com/gocrawl/gocrawl/throttling"
+)
+
+// Options configure an Engine beyond its settings.
+type Options struct {
+	// Clock defaults to the real clock.
+	Clock clock.Clock
+	// Log is the crawl's logger; the zero logger is silent.
+	Log zerolog.Logger
+	// Pipelines run after those of ITEM_PIPELINES (feed exports go here).
+	Pipelines []pipeline.Named
+	// Observers are told about every download (metrics).
+	Observers []Observer
+	// Transport replaces the downloader's HTTP transport (tests).
+	Transport http.RoundTripper
+	// Stats replaces the stats collector (for resuming a job).
+	Stats *stats.Collector
+}
+
+// Observer is told about every HTTP request the crawl sends: when it is
+// admitted and when its response or error arrives. Calls come from worker
+// goroutines and must be quick.
+type Observer interface {
+	RequestStarted(now time.Time, req *spider.Request, scopes throttling.Scopes)
+	RequestFinished(now time.Time, req *spider.Request, scopes throttling.Scopes, res *spider.Response, err error)
+}
+
+// Result summarises a finished crawl.
+type Result struct {
+	// Reason the crawl ended: "finished", "shutdown", "aborted",
+	// "closespider_timeout", "closespider_itemcount", ...
+	Reason string
+	// Elapsed is the crawl's duration.
+	Elapsed time.Duration
+	// Stats is the final snapshot of the stats.
+	Stats map[string]float64
+}
+
+// Engine runs one spider. Create it with New, run it once with Run.
+type Engine struct {
+	sp        spider.Spider
+	set       *settings.Settings
+	clock     clock.Clock
+	log       zerolog.Logger
+	stats     *stats.Collector
+	crawler   *spider.Crawler
+	thr       *throttling.Throttler
+	dl        *downloader.Downloader
+	sched     scheduler.Scheduler
+	fetch     middleware.Fetcher
+	handle    middleware.Handler
+	pipes     []pipeline.Named
+	observers []Observer
+	starts    *throttling.StartLimiter
+
+	maxInflight int
+	itemSem     chan struct{}
+
+	events   chan event
+	stopOnce sync.Once
+	stopCh   chan string
+	abortCtx context.Context // cancelled by Abort: in-flight downloads stop
+	abort    context.CancelFunc
+
+	items, pages, errs atomic.Int64
+	waitingAdmission   atomic.Int64
+	delayedWarned      atomic.Bool
+}
+
+type evKind uint8
+
+const (
+	evRequest    evKind = iota // a callback produced a request
+	evDownloaded               // a download finished: its global slot is free
+	evFinished                 // a job is fully processed
+)
+
+type event struct {
+	kind evKind
+	req  *spider.Request
+	job  *scheduler.Job
+	ack  bool // evFinished: acknowledge the job to the scheduler
+}
+
+// New prepares a crawl of sp with settings s (already layered: defaults,
+// file, spider, env, command line). Configuration errors are returned here,
+// before anything is fetched.
+func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real
+	}
+	if opts.Stats == nil {
+		opts.Stats = stats.New()
+	}
+	e := &Engine{
+		sp: sp, set: s, clock: opts.Clock, log: opts.Log, stats: opts.Stats,
+		observers:   opts.Observers,
+		maxInflight: s.Int("CONCURRENT_REQUESTS"),
+		itemSem:     make(chan struct{}, max(1, s.Int("CONCURRENT_ITEMS"))),
+		events:      make(chan event, 1024),
+		stopCh:      make(chan string, 1),
+	}
+	e.abortCtx, e.abort = context.WithCancel(context.Background())
+
+	dopts := downloader.OptionsFromSettings(s)
+	dopts.Log = opts.Log
+	dopts.Transport = opts.Transport
+	e.dl = downloader.New(dopts)
+
+	thr, err := throttling.New(s, throttling.Options{Clock: opts.Clock, Log: opts.Log, DNS: e.dl.DNS()})
+	if err != nil {
+		return nil, err
+	}
+	e.thr = thr
+	e.starts = throttling.NewStartLimiter(s.Float("MAX_STARTS_PER_SECOND"), s.Int("MAX_STARTS_BURST"), opts.Clock.Now())
+
+	e.crawler = &spider.Crawler{Spider: sp, Settings: s, Stats: e.stats, Log: opts.Log, Throttler: thr, Download: e.Download}
+
+	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Gate: thr, Stats: e.stats, Log: opts.Log, Clock: opts.Clock})
+	if err != nil {
+		return nil, err
+	}
+	e.fetch, _, err = middleware.BuildDownloader(e.crawler, middleware.FetcherFunc(e.fetchAndReport))
+	if err != nil {
+		return nil, err
+	}
+	e.handle, _, err = middleware.BuildSpider(e.crawler, middleware.HandlerFunc(e.callback))
+	if err != nil {
+		return nil, err
+	}
+	pipes, err := pipeline.Build(e.crawler)
+	if err != nil {
+		return nil, err
+	}
+	e.pipes = append(pipes, opts.Pipelines...)
+	return e, nil
+}
+
+// Crawler returns the crawler object handed to components and callbacks.
+func (e *Engine) Crawler() *spider.Crawler { return e.crawler }
+
+// Throttler returns the crawl's throttler.
+func (e *Engine) Throttler() *throttling.Throttler { return e.thr }
+
+// Stop asks the crawl to end gracefully: no new request is started,
+// in-flight requests and their callbacks finish, then Run returns with
+// reason. Later calls are ignored. Safe to call from any goroutine.
+func (e *Engine) Stop(reason string) {
+	e.stopOnce.Do(func() { e.stopCh <- reason })
+}
+
+// Abort cancels in-flight downloads; Run returns as soon as their workers
+// finish. Requests cut short are not acknowledged, so a persistent queue
+// keeps them for the next run.
+func (e *Engine) Abort() {
+	e.Stop("aborted")
+	e.abort()
+}
+
+// Run crawls until there is nothing left to do, Stop or Abort is called,
+// a CLOSESPIDER_* limit is reached, or ctx is cancelled (a graceful stop
+// with reason "shutdown").
+func (e *Engine) Run(ctx context.Context) (*Result, error) {
+	start := e.clock.Now()
+	e.stats.Set("start_time", float64(start.Unix()))
+	// Work (downloads, callbacks) must survive a graceful stop: only Abort
+	// cancels it. ctx's cancellation is watched by the loop instead.
+	cctx := spider.WithCrawler(context.WithoutCancel(ctx), e.crawler)
+
+	if err := e.open(cctx); err != nil {
+		return nil, err
+	}
+	reason := e.loop(cctx, ctx.Done())
+	elapsed := e.clock.Now().Sub(start)
+	e.finishStats(elapsed, reason)
+	closeErr := e.close(context.WithoutCancel(cctx), reason)
+	return &Result{Reason: reason, Elapsed: elapsed, Stats: e.stats.Snapshot()}, closeErr
+}
+
+func (e *Engine) open(ctx context.Context) error {
+	if o, ok := e.sp.(spider.Opener); ok {
+		if err := o.Open(ctx, e.crawler); err != nil {
+			return fmt.Errorf("opening spider %s: %w", e.sp.Name(), err)
+		}
+	}
+	if err := e.sched.Open(ctx); err != nil {
+		return fmt.Errorf("opening scheduler: %w", err)
+	}
+	for _, p := range e.pipes {
+		if o, ok := p.ItemPipeline.(pipeline.Opener); ok {
+			if err := o.Open(ctx, e.crawler); err != nil {
+				return fmt.Errorf("opening item pipeline %s: %w", p.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Engine) close(ctx context.Context, reason string) error {
+	var errs []error
+	for _, p := range e.pipes {
+		if c, ok := p.ItemPipeline.(pipeline.Closer); ok {
+			if err := c.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("closing item pipeline %s: %w", p.Name, err))
+			}
+		}
+	}
+	if err := e.sched.Close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("closing scheduler: %w", err))
+	}
+	if c, ok := e.sp.(spider.Closer); ok {
+		if err := c.Close(ctx, reason); err != nil {
+			errs = append(errs, fmt.Errorf("closing spider: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loop is the engine: it owns the inflight count and is the only caller of
+// Scheduler.Enqueue and Next.
+// ctx is the work context; done signals a graceful stop.
+func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
+	next, stopStarts := iter.Pull2(e.sp.Start(ctx))
+	defer stopStarts()
+	startsDone := false
+	lowWater := max(4*e.maxInflight, 256)
+
+	inflight := 0 // downloads holding a global slot
+	active := 0   // jobs not yet finished (download + callback)
+	stopping := ""
+	var timer clock.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	var closeTimer <-chan time.Time
+	if d := e.set.Seconds("CLOSESPIDER_TIMEOUT"); d > 0 {
+		t := e.clock.NewTimer(d)
+		defer t.Stop()
+		closeTimer = t.C()
+	}
+
+	for {
+		// 1. Keep the scheduler fed with start requests, lazily.
+		for !startsDone && stopping == "" && e.sched.Len() < lowWater {
+			req, err, ok := next()
+			if !ok {
+				startsDone = true
+				break
+			}
+			if err != nil {
+				e.stats.Inc("start_requests/invalid", 1)
+				e.log.Error().Err(err).Msg("invalid start request; skipping it")
+				continue
+			}
+			e.enqueue(ctx, req)
+		}
+
+		// 2. Start as many requests as slots, start rate and scopes allow.
+		var wake time.Duration
+		for stopping == "" && (e.maxInflight == 0 || inflight < e.maxInflight) {
+			now := e.clock.Now()
+			if w := e.starts.Wait(now); w > 0 {
+				wake = w
+				break
+			}
+			job, w, err := e.sched.Next(ctx, now)
+			if err != nil {
+				e.log.Error().Err(err).Msg("scheduler failed; stopping the crawl")
+				e.stats.Inc("scheduler/errors", 1)
+				e.Stop("scheduler_error")
+				break
+			}
+			if job == nil {
+				wake = w
+				break
+			}
+			e.starts.Take(now)
+			inflight++
+			active++
+			e.stats.Max("engine/peak_inflight", float64(inflight))
+			go e.process(ctx, job)
+		}
+
+		// 3. Done?
+		if active == 0 && (stopping != "" || (startsDone && e.sched.Len() == 0)) {
+			if stopping != "" {
+				return stopping
+			}
+			return "finished"
+		}
+
+		// 4. Sleep until something happens.
+		var timerC <-chan time.Time
+		if wake > 0 && stopping == "" {
+			if timer == nil {
+				timer = e.clock.NewTimer(wake)
+			} else {
+				timer.Stop()
+				timer.Reset(wake)
+			}
+			timerC = timer.C()
+		}
+		select {
+		case ev := <-e.events:
+			// Drain what is already there before scheduling again.
+			for {
+				switch ev.kind {
+				case evRequest:
+					e.enqueue(ctx, ev.req)
+				case evDownloaded:
+					inflight--
+				case evFinished:
+					active--
+					if ev.ack {
+						if err := e.sched.Done(ctx, ev.job); err != nil {
+							e.log.Error().Err(err).Str("url", ev.job.Req.URL.String()).Msg("scheduler could not acknowledge a finished request")
+						}
+					}
+				}
+				select {
+				case ev = <-e.events:
+					continue
+				default:
+				}
+				break
+			}
+		case <-timerC:
+		case reason := <-e.stopCh:
+			if stopping == "" {
+				stopping = reason
+				e.log.Info().Str("reason", reason).Int("in_flight", active).Msg("closing spider: letting in-flight requests finish")
+			}
+		case <-closeTimer:
+			e.Stop("closespider_timeout")
+		case <-done:
+			done = nil
+			e.Stop("shutdown")
+		}
+	}
+}
+
+func (e *Engine) enqueue(ctx context.Context, req *spider.Request) {
+	if req == nil {
+		return
+	}
+	ok, err := e.sched.Enqueue(ctx, req)
+	if err != nil {
+		e.stats.Inc("scheduler/rejected", 1)
+		e.log.Error().Err(err).Str("url", req.URL.String()).Msg("request rejected by the scheduler")
+		return
+	}
+	_ = ok
+}
+
+// runKey carries the job being fetched to the innermost fetcher.
+type runKey struct{}
+
+type run struct {
+	job      *scheduler.Job
+	reported bool
+}
+
+// process is one job's life after the scheduler hands it out.
+func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
+	r := &run{job: job}
+	ack := true
+	defer func() {
+		e.events <- event{kind: evFinished, job: job, ack: ack}
+	}()
+	dctx, cancel := mergeCancel(ctx, e.abortCtx)
+	defer cancel()
+
+	if !job.Admitted {
+		// Engine-gated mode: wait for the scopes while holding the slot.
+		n := e.waitingAdmission.Add(1)
+		e.warnDelayed(n)
+		sentAt, err := e.thr.Admit(dctx, job.Scopes)
+		e.waitingAdmission.Add(-1)
+		if err != nil {
+			e.events <- event{kind: evDownloaded}
+			ack = false
+			return
+		}
+		job.SentAt, job.Admitted = sentAt, true
+	}
+
+	res, err := e.fetch.Fetch(context.WithValue(dctx, runKey{}, r), job.Req)
+	if !r.reported {
+		// A middleware answered without downloading (cache) or dropped
+		// the request: free the scopes without feedback.
+		e.thr.Done(dctx, job.Req, job.Scopes, job.SentAt, nil, nil)
+	}
+	e.events <- event{kind: evDownloaded}
+
+	if e.abortCtx.Err() != nil && err != nil {
+		ack = false // cut short by Abort: keep it queued for the next run
+		return
+	}
+	out := &output{e: e, ctx: ctx}
+	var resched *middleware.RescheduleError
+	switch {
+	case errors.As(err, &resched):
+		e.stats.Inc("engine/rescheduled/"+resched.Reason, 1)
+		for _, nr := range resched.Requests {
+			out.Request(nr)
+		}
+	case err != nil:
+		e.failed(ctx, job.Req, err, out)
+	default:
+		e.pages.Add(1)
+		if n := e.set.Int("CLOSESPIDER_PAGECOUNT"); n > 0 && e.pages.Load() >= int64(n) {
+			e.Stop("closespider_pagecount")
+		}
+		if herr := e.handle.Handle(ctx, res, out); herr != nil {
+			e.callbackError(ctx, res, herr, out)
+		}
+	}
+}
+
+// fetchAndReport is the innermost fetcher: the real download, reported to
+// the throttler and observers.
+func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+	r, _ := ctx.Value(runKey{}).(*run)
+	var scopes throttling.Scopes
+	var sentAt time.Time
+	if r != nil {
+		scopes, sentAt = r.job.Scopes, r.job.SentAt
+	}
+	for _, o := range e.observers {
+		o.RequestStarted(sentAt, req, scopes)
+	}
+	e.stats.Inc("downloader/request_count", 1)
+	e.stats.Inc("downloader/request_method_count/"+req.GetMethod(), 1)
+	res, err := e.dl.Fetch(ctx, req)
+	now := e.clock.Now()
+	aborted := err != nil && e.abortCtx.Err() != nil
+	if r != nil && !r.reported {
+		r.reported = true
+		if aborted {
+			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
+		} else {
+			e.thr.Done(ctx, req, scopes, sentAt, res, err)
+		}
+	}
+	for _, o := range e.observers {
+		o.RequestFinished(now, req, scopes, res, err)
+	}
+	if err != nil {
+		if !aborted {
+			kind := downloader.KindOf(err)
+			if kind == "" {
+				kind = "other"
+			}
+			e.stats.Inc("downloader/exception_count", 1)
+			e.stats.Inc("downloader/exception_type_count/"+kind, 1)
+		}
+		return nil, err
+	}
+	e.stats.Inc("downloader/response_count", 1)
+	e.stats.Inc(fmt.Sprintf("downloader/response_status_count/%d", res.Status), 1)
+	e.stats.Inc("downloader/response_bytes", float64(len(res.Body)))
+	if res.Status >= 200 && res.Status < 300 {
+		e.stats.Inc("downloader/response_ok_count", 1)
+	}
+	return res, nil
+}
+
+// Download fetches req outside the scheduler: it waits for the start rate
+// and the request's scopes (holding no global slot), then goes through the
+// downloader middlewares. Redirects and retries answered by middlewares are
+// followed here, up to 10 hops. Used for robots.txt and inline requests.
+func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+	for range 10 {
+		scopes, err := e.thr.Scopes(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		for {
+			w := e.starts.Wait(e.clock.Now())
+			if w == 0 {
+				break
+			}
+			t := e.clock.NewTimer(w)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C():
+			}
+		}
+		e.starts.Take(e.clock.Now())
+		n := e.waitingAdmission.Add(1)
+		e.warnDelayed(n)
+		sentAt, err := e.thr.Admit(ctx, scopes)
+		e.waitingAdmission.Add(-1)
+		if err != nil {
+			return nil, err
+		}
+		r := &run{job: &scheduler.Job{Req: req, Scopes: scopes, Admitted: true, SentAt: sentAt}}
+		res, err := e.fetch.Fetch(context.WithValue(ctx, runKey{}, r), req)
+		if !r.reported {
+			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
+		}
+		var resched *middleware.RescheduleError
+		if errors.As(err, &resched) && len(resched.Requests) == 1 {
+			req = resched.Requests[0]
+			continue
+		}
+		return res, err
+	}
+	return nil, fmt.Errorf("download of %s: too many redirects or retries", req)
+}
+
+func (e *Engine) warnDelayed(n int64) {
+	th := int64(e.set.Int("DELAYED_REQUESTS_WARN_THRESHOLD"))
+	if th > 0 && n >= th && e.delayedWarned.CompareAndSwap(false, true) {
+		e.log.Warn().Int64("held_back", n).Int64("threshold", th).
+			Msg("many requests are held back by throttling while holding a slot or outside the scheduler; " +
+				"consider SCHEDULER: ThrottlingAwareScheduler, which keeps waiting requests in the queue instead")
+	}
+}
+
+// callback is the innermost spider handler: the request's callback, with
+// panics turned into errors carrying the stack.
+func (e *Engine) callback(ctx context.Context, res *spider.Response, out spider.Output) (err error) {
+	cb, _, err := spider.Callbacks(e.sp, res.Request)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			e.stats.Inc("spider_exceptions/panic", 1)
+			err = &CallbackPanic{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return cb(ctx, res, out)
+}
+
+// CallbackPanic is the error a panicking callback turns into.
+type CallbackPanic struct {
+	Value any
+	Stack []byte
+}
+
+func (p *CallbackPanic) Error() string { return fmt.Sprintf("callback panicked: %v", p.Value) }
+
+func (e *Engine) callbackError(ctx context.Context, res *spider.Response, err error, out spider.Output) {
+	var drop *middleware.DropError
+	if errors.As(err, &drop) {
+		e.dropped(ctx, res.Request, drop, out)
+		return
+	}
+	e.stats.Inc("spider_exceptions/count", 1)
+	ev := e.log.Error().Err(err).Str("url", res.URL.String())
+	var p *CallbackPanic
+	if errors.As(err, &p) {
+		ev = ev.Str("stack", string(p.Stack))
+	}
+	ev.Msg("callback failed")
+	if n := e.set.Int("CLOSESPIDER_ERRORCOUNT"); n > 0 && e.errs.Add(1) >= int64(n) {
+		e.Stop("closespider_errorcount")
+	}
+}
+
+func (e *Engine) failed(ctx context.Context, req *spider.Request, err error, out spider.Output) {
+	var drop *middleware.DropError
+	if errors.As(err, &drop) {
+		e.dropped(ctx, req, drop, out)
+		return
+	}
+	e.log.Warn().Err(err).Str("url", req.URL.String()).Msg("download failed")
+	e.errback(ctx, req, err, out)
+}
+
+func (e *Engine) dropped(ctx context.Context, req *spider.Request, drop *middleware.DropError, out spider.Output) {
+	e.stats.Inc("engine/dropped/"+drop.Reason, 1)
+	e.log.Debug().Str("url", req.URL.String()).Str("reason", drop.Reason).Msg("request dropped")
+	e.errback(ctx, req, drop, out)
+}
+
+func (e *Engine) errback(ctx context.Context, req *spider.Request, err error, out spider.Output) {
+	_, eb, rerr := spider.Callbacks(e.sp, req)
+	if rerr != nil || eb == nil {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			e.stats.Inc("spider_exceptions/panic", 1)
+			e.log.Error().Interface("panic", v).Str("stack", string(debug.Stack())).Str("url", req.URL.String()).Msg("errback panicked")
+		}
+	}()
+	if ebErr := eb(ctx, req, err, out); ebErr != nil {
+		e.stats.Inc("spider_exceptions/count", 1)
+		e.log.Error().Err(ebErr).Str("url", req.URL.String()).Msg("errback failed")
+	}
+}
+
+// processItem runs item through the pipelines.
+func (e *Engine) processItem(ctx context.Context, item any) {
+	e.itemSem <- struct{}{}
+	defer func() { <-e.itemSem }()
+	for _, p := range e.pipes {
+		var err error
+		item, err = safeProcess(ctx, p, item)
+		if err != nil {
+			reason := pipeline.Reason(err)
+			e.stats.Inc("item_dropped_count", 1)
+			e.stats.Inc("item_dropped_reasons_count/"+reason, 1)
+			if reason == "error" {
+				e.log.Error().Err(err).Str("pipeline", p.Name).Msg("item pipeline failed; item dropped")
+			}
+			return
+		}
+		if item == nil {
+			e.stats.Inc("item_dropped_count", 1)
+			return
+		}
+	}
+	e.stats.Inc("item_scraped_count", 1)
+	if n := e.set.Int("CLOSESPIDER_ITEMCOUNT"); n > 0 && e.items.Add(1) >= int64(n) {
+		e.Stop("closespider_itemcount")
+	}
+}
+
+func safeProcess(ctx context.Context, p pipeline.Named, item any) (out any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("item pipeline %s panicked: %v\n%s", p.Name, v, debug.Stack())
+		}
+	}()
+	return p.ProcessItem(ctx, item)
+}
+
+func (e *Engine) finishStats(elapsed time.Duration, reason string) {
+	secs := elapsed.Seconds()
+	e.stats.Set("elapsed_time_seconds", secs)
+	e.stats.Set("finish_time", float64(e.clock.Now().Unix()))
+	if secs > 0 {
+		ok := e.stats.Get("downloader/response_ok_count")
+		completed := e.stats.Get("downloader/response_count") + e.stats.Get("downloader/exception_count")
+		e.stats.Set("ok_per_second", ok/secs)
+		e.stats.Set("completed_per_second", completed/secs)
+	}
+	e.log.Info().Str("reason", reason).Dur("elapsed", elapsed).Msg("spider closed")
+}
+
+// output is the Output given to callbacks and errbacks.
+type output struct {
+	e   *Engine
+	ctx context.Context
+}
+
+func (o *output) Item(item any) {
+	if item == nil {
+		return
+	}
+	o.e.processItem(o.ctx, item)
+}
+
+func (o *output) Request(req *spider.Request) {
+	if req == nil {
+		return
+	}
+	o.e.events <- event{kind: evRequest, req: req}
+}
+
+func (o *output) Follow(res *spider.Response, ref string, cb spider.Callback) {
+	req, err := res.Follow(ref, cb)
+	if err != nil {
+		o.e.stats.Inc("engine/invalid_links", 1)
+		o.e.log.Debug().Err(err).Msg("skipping invalid link")
+		return
+	}
+	o.Request(req)
+}
+
+func (o *output) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
+	reqs, errs := res.FollowAll(refs, cb)
+	for _, err := range errs {
+		o.e.stats.Inc("engine/invalid_links", 1)
+		o.e.log.Debug().Err(err).Msg("skipping invalid link")
+	}
+	for _, r := range reqs {
+		o.Request(r)
+	}
+}
+
+// mergeCancel returns a context that is done when either a or b is.
+func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a)
+	stop := context.AfterFunc(b, cancel)
+	return ctx, func() { stop(); cancel() }
+}

@@ -1,0 +1,102 @@
+// Package pipeline processes the items callbacks produce: cleaning,
+// validation, deduplication, storage. Pipelines run in the order given by
+// ITEM_PIPELINES (registered name -> order, lower first); each receives the
+// item the previous one returned. Returning an error drops the item; the
+// drop is counted (item_dropped_count, item_dropped_reasons_count/<reason>)
+// and the crawl goes on.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gocrawl/gocrawl/middleware"
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// ItemPipeline processes one item at a time. It may be called concurrently
+// (up to CONCURRENT_ITEMS items at once) and must be safe for that.
+type ItemPipeline interface {
+	// ProcessItem returns the item to pass on (the same or a new one), or an
+	// error to drop it.
+	ProcessItem(ctx context.Context, item any) (any, error)
+}
+
+// Opener is implemented by pipelines that open resources when the crawl
+// starts (files, database connections).
+type Opener interface {
+	Open(ctx context.Context, c *spider.Crawler) error
+}
+
+// Closer is implemented by pipelines that flush and close when the crawl
+// ends.
+type Closer interface {
+	Close(ctx context.Context) error
+}
+
+// Func adapts a function to ItemPipeline.
+type Func func(ctx context.Context, item any) (any, error)
+
+// ProcessItem calls f.
+func (f Func) ProcessItem(ctx context.Context, item any) (any, error) { return f(ctx, item) }
+
+// DropError drops an item with a reason, without counting it as an error.
+type DropError struct{ Reason string }
+
+func (e *DropError) Error() string { return "item dropped: " + e.Reason }
+
+// Drop returns an error that drops the item for reason.
+func Drop(reason string) error { return &DropError{Reason: reason} }
+
+// Reason returns the stat-friendly reason an error dropped an item.
+func Reason(err error) string {
+	var d *DropError
+	if errors.As(err, &d) {
+		return d.Reason
+	}
+	return "error"
+}
+
+// Factory builds a pipeline for a crawl.
+type Factory func(c *spider.Crawler) (ItemPipeline, error)
+
+var (
+	regMu     sync.RWMutex
+	factories = map[string]Factory{}
+)
+
+// Register makes a pipeline available by name to ITEM_PIPELINES.
+func Register(name string, f Factory) {
+	regMu.Lock()
+	factories[name] = f
+	regMu.Unlock()
+}
+
+// Named is a built pipeline with its name.
+type Named struct {
+	Name string
+	ItemPipeline
+}
+
+// Build returns the pipelines enabled by ITEM_PIPELINES, in order.
+func Build(c *spider.Crawler) ([]Named, error) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	entries, err := middleware.Ordered(c.Settings, "ITEM_PIPELINES", "", func(n string) bool { _, ok := factories[n]; return ok })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Named, 0, len(entries))
+	for _, e := range entries {
+		p, err := factories[e.Name](c)
+		if err != nil {
+			return nil, fmt.Errorf("item pipeline %s: %w", e.Name, err)
+		}
+		if p != nil {
+			out = append(out, Named{Name: e.Name, ItemPipeline: p})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,124 @@
+// Package scheduler decides which request the engine sends next.
+//
+// The engine asks Next(now) whenever it has a free slot. The default
+// ThrottlingAwareScheduler only yields requests whose throttling scopes are
+// ready, so a throttled host never holds a slot or blocks other hosts. The
+// plain Scheduler yields requests in priority order and leaves throttling
+// to the engine, which then waits on the scopes while holding a slot (the
+// "engine-gated" mode of the spec, kept for comparison).
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/stats"
+	"github.com/gocrawl/gocrawl/throttling"
+)
+
+// Job is a request taken out of the scheduler to be downloaded.
+type Job struct {
+	// Req is the request.
+	Req *spider.Request
+	// Scopes are the request's throttling scopes, assigned at enqueue.
+	Scopes throttling.Scopes
+	// Admitted is true when the scheduler has already recorded the send
+	// with the throttler (throttling-aware scheduling); when false the
+	// engine must wait for admission with Gate.Admit while holding a slot.
+	Admitted bool
+	// SentAt is when the request was admitted.
+	SentAt time.Time
+	// ID identifies the job within its queue until Done.
+	ID uint64
+}
+
+// Scheduler holds the crawl's pending requests.
+//
+// Implementations must be safe for concurrent use: the engine calls them
+// from its loop while throttler notifications arrive from other goroutines.
+type Scheduler interface {
+	// Open prepares the scheduler (restoring persisted state).
+	Open(ctx context.Context) error
+	// Enqueue adds req. It returns false (and no error) when the request is
+	// dropped on purpose (duplicate, depth limit) and an error when it
+	// cannot be queued (invalid scopes, unpersistable request).
+	Enqueue(ctx context.Context, req *spider.Request) (bool, error)
+	// Next returns the best request that may be sent at now, or nil and
+	// how long until asking again is useful: a positive duration, or 0 for
+	// "when something changes" (a request completes or is enqueued).
+	Next(ctx context.Context, now time.Time) (*Job, time.Duration, error)
+	// Done marks job as finished: its outcome has been recorded and the
+	// requests its callback produced are enqueued, so a persistent queue may
+	// forget it.
+	Done(ctx context.Context, job *Job) error
+	// Len returns the number of requests waiting (not counting jobs handed
+	// out and not yet Done).
+	Len() int
+	// Close releases resources; pending requests are kept by persistent
+	// schedulers.
+	Close(ctx context.Context) error
+}
+
+// Gate is what a scheduler needs from the throttler.
+type Gate interface {
+	Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error)
+	Wait(now time.Time, scopes throttling.Scopes) time.Duration
+	ScopeWait(now time.Time, scope string, amount float64) time.Duration
+	Sent(now time.Time, scopes throttling.Scopes)
+	Watch(fn func(scope string))
+}
+
+// Deps are what a scheduler is built from.
+type Deps struct {
+	Settings *settings.Settings
+	Spider   spider.Spider
+	Gate     Gate
+	Stats    *stats.Collector
+	Log      zerolog.Logger
+	Clock    clock.Clock
+}
+
+// Factory builds a scheduler.
+type Factory func(d Deps) (Scheduler, error)
+
+var (
+	regMu     sync.RWMutex
+	factories = map[string]Factory{}
+)
+
+// Register makes a scheduler available under name for the SCHEDULER
+// setting.
+func Register(name string, f Factory) {
+	regMu.Lock()
+	factories[name] = f
+	regMu.Unlock()
+}
+
+// New builds the scheduler named by the SCHEDULER setting.
+func New(d Deps) (Scheduler, error) {
+	name := d.Settings.String("SCHEDULER")
+	regMu.RLock()
+	f, ok := factories[name]
+	names := make([]string, 0, len(factories))
+	for n := range factories {
+		names = append(names, n)
+	}
+	regMu.RUnlock()
+	if !ok {
+		sort.Strings(names)
+		return nil, fmt.Errorf("SCHEDULER: unknown scheduler %q (registered: %v)", name, names)
+	}
+	return f(d)
+}
+
+// ErrClosed is returned by schedulers used after Close.
+var ErrClosed = errors.New("scheduler closed")

@@ -1,0 +1,63 @@
+package settings
+
+import "github.com/gocrawl/gocrawl/internal/version"
+
+// Core crawler, engine and downloader settings. Each area of gocrawl keeps
+// its settings in a defaults_<area>.go file of this package so that
+// `gocrawl settings` can list every setting without linking the packages.
+func init() {
+	for _, d := range []Def{
+		{Name: "BOT_NAME", Type: String, Default: "gocrawl", Doc: "Name of the bot, used in logs and the default User-Agent."},
+		{Name: "USER_AGENT", Type: String, Default: "gocrawl/" + version.Version + " (+https://github.com/gocrawl/gocrawl)", Doc: "User-Agent header sent with every request unless a request sets its own."},
+		{Name: "ROBOTSTXT_OBEY", Type: Bool, Default: true, Doc: "Fetch robots.txt once per host and drop requests it disallows."},
+		{Name: "ROBOTSTXT_USER_AGENT", Type: String, Default: "", Doc: "User-agent matched against robots.txt rules; empty means the USER_AGENT's product token."},
+		{Name: "LOG_LEVEL", Type: String, Default: "INFO", Doc: "Minimum log level: DEBUG, INFO, WARNING, ERROR."},
+		{Name: "LOG_FORMAT", Type: String, Default: "console", Doc: "console (human-readable) or json (one JSON object per line)."},
+		{Name: "LOG_FILE", Type: String, Default: "", Doc: "Write logs to this file instead of standard error."},
+
+		{Name: "CONCURRENT_REQUESTS", Type: NonNegative(Int), Default: 16, Doc: "Maximum number of requests in flight for the whole crawl (the global pool)."},
+		{Name: "CONCURRENT_ITEMS", Type: NonNegative(Int), Default: 100, Doc: "Maximum number of items processed by the item pipelines at once."},
+		{Name: "MAX_STARTS_PER_SECOND", Type: NonNegative(Float), Default: 0.0, Doc: "Global start-rate limit: requests started per second, retries and redirects included (0 = off)."},
+		{Name: "MAX_STARTS_BURST", Type: NonNegative(Int), Default: 1, Doc: "How many starts MAX_STARTS_PER_SECOND lets through at once (token bucket size)."},
+
+		{Name: "DOWNLOAD_TIMEOUT", Type: NonNegative(Float), Default: 180.0, Doc: "Seconds before a download is abandoned with DownloadTimeoutError."},
+		{Name: "DOWNLOAD_MAXSIZE", Type: NonNegative(Int), Default: 1 << 30, Doc: "Maximum response body size in bytes, after decompression; larger responses are cancelled (0 = no limit)."},
+		{Name: "DOWNLOAD_WARNSIZE", Type: NonNegative(Int), Default: 32 << 20, Doc: "Response size in bytes above which a warning is logged (0 = never)."},
+		{Name: "DOWNLOAD_FAIL_ON_DATALOSS", Type: Bool, Default: true, Doc: "Fail responses whose body is shorter than Content-Length with ResponseDataLossError; if false, pass them on flagged \"truncated\"."},
+		{Name: "COMPRESSION_ENABLED", Type: Bool, Default: true, Doc: "Ask for and decode gzip, deflate and br responses."},
+		{Name: "DNSCACHE_ENABLED", Type: Bool, Default: true, Doc: "Cache DNS lookups in memory (also the source of IP throttling scopes)."},
+		{Name: "DNSCACHE_SIZE", Type: NonNegative(Int), Default: 10000, Doc: "Maximum number of host names kept in the DNS cache."},
+		{Name: "DNS_TIMEOUT", Type: NonNegative(Float), Default: 60.0, Doc: "Seconds before a DNS lookup fails."},
+		{Name: "DEFAULT_REQUEST_HEADERS", Type: Map, Default: map[string]any{
+			"Accept":          "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+			"Accept-Language": "en",
+		}, Doc: "Headers added to every request that does not set them."},
+
+		{Name: "CLOSESPIDER_TIMEOUT", Type: NonNegative(Float), Default: 0.0, Doc: "Close the spider after this many seconds (0 = never)."},
+		{Name: "CLOSESPIDER_ITEMCOUNT", Type: NonNegative(Int), Default: 0, Doc: "Close the spider after this many items (0 = never)."},
+		{Name: "CLOSESPIDER_PAGECOUNT", Type: NonNegative(Int), Default: 0, Doc: "Close the spider after this many responses (0 = never)."},
+		{Name: "CLOSESPIDER_ERRORCOUNT", Type: NonNegative(Int), Default: 0, Doc: "Close the spider after this many errors (0 = never)."},
+
+		{Name: "SCHEDULER", Type: String, Default: "ThrottlingAwareScheduler", Doc: "Registered scheduler: ThrottlingAwareScheduler (no head-of-line blocking) or Scheduler (engine-gated)."},
+		{Name: "SCHEDULER_PRIORITY_QUEUE", Type: String, Default: "ThrottlingAwarePriorityQueue", Doc: "Registered priority queue used by the scheduler."},
+		{Name: "SCHEDULER_DEBUG", Type: Bool, Default: false, Doc: "Log scheduler decisions."},
+		{Name: "DUPEFILTER_DEBUG", Type: Bool, Default: false, Doc: "Log every filtered duplicate request, not only the first."},
+		{Name: "DEPTH_LIMIT", Type: NonNegative(Int), Default: 0, Doc: "Maximum link depth from the start requests (0 = no limit)."},
+		{Name: "DEPTH_PRIORITY", Type: Int, Default: 0, Doc: "Adjust priority by depth: positive = breadth-first, negative = depth-first."},
+		{Name: "DEPTH_STATS_VERBOSE", Type: Bool, Default: false, Doc: "Count requests per depth in the stats."},
+		{Name: "JOBDIR", Type: String, Default: "", Doc: "Folder holding the crawl's persistent state, for pause and resume (empty = in memory)."},
+		{Name: "JOBDIR_RESET", Type: Bool, Default: false, Doc: "Delete the job's state in JOBDIR and start over."},
+
+		{Name: "ITEM_PIPELINES", Type: Map, Default: map[string]any{}, Doc: "Item pipelines by registered name -> order (lower runs first; null disables)."},
+		{Name: "FEEDS", Type: Map, Default: map[string]any{}, Doc: "Feed exports: file path -> {format: jsonl|json|csv, overwrite: bool}."},
+		{Name: "FEED_EXPORT_FIELDS", Type: StringList, Default: []string{}, Doc: "Fields (and their order) written by feed exports; empty = all fields, CSV columns from the first item."},
+		{Name: "FEED_EXPORT_INDENT", Type: NonNegative(Int), Default: 0, Doc: "Indentation for the json format (0 = compact)."},
+
+		{Name: "LOGSTATS_INTERVAL", Type: NonNegative(Float), Default: 60.0, Doc: "Seconds between progress lines (0 = none)."},
+		{Name: "STATS_DUMP", Type: Bool, Default: true, Doc: "Print the stats when the crawl ends."},
+		{Name: "STATS_DUMP_FILE", Type: String, Default: "", Doc: "Write the end-of-crawl stats as JSON to this file (and per-scope CSV beside it)."},
+		{Name: "METRICS_ADDR", Type: String, Default: "", Doc: "Serve Prometheus metrics on this address, e.g. 127.0.0.1:9410 (empty = off)."},
+	} {
+		Register(d)
+	}
+}

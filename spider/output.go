@@ -1,0 +1,59 @@
+package spider
+
+import (
+	"sync"
+)
+
+// Collector is an Output that keeps everything in memory. Use it to test
+// callbacks without running a crawl:
+//
+//	var out spider.Collector
+//	err := s.Parse(ctx, res, &out)
+//	// inspect out.Items, out.Requests, out.Errors
+type Collector struct {
+	mu       sync.Mutex
+	Items    []any
+	Requests []*Request
+	// Errors holds invalid links met by Follow and FollowAll.
+	Errors []error
+}
+
+// Item records an item.
+func (c *Collector) Item(item any) {
+	c.mu.Lock()
+	c.Items = append(c.Items, item)
+	c.mu.Unlock()
+}
+
+// Request records a request.
+func (c *Collector) Request(req *Request) {
+	if req == nil {
+		return
+	}
+	c.mu.Lock()
+	c.Requests = append(c.Requests, req)
+	c.mu.Unlock()
+}
+
+// Follow records a request for ref, or the error for an invalid link.
+func (c *Collector) Follow(res *Response, ref string, cb Callback) {
+	req, err := res.Follow(ref, cb)
+	if err != nil {
+		c.mu.Lock()
+		c.Errors = append(c.Errors, err)
+		c.mu.Unlock()
+		return
+	}
+	c.Request(req)
+}
+
+// FollowAll records requests for every link in refs.
+func (c *Collector) FollowAll(res *Response, refs any, cb Callback) {
+	reqs, errs := res.FollowAll(refs, cb)
+	for _, r := range reqs {
+		c.Request(r)
+	}
+	c.mu.Lock()
+	c.Errors = append(c.Errors, errs...)
+	c.mu.Unlock()
+}

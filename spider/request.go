@@ -1,0 +1,171 @@
+package spider
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Meta holds per-request metadata. Values must be JSON-serialisable (strings,
+// numbers, booleans, nil, []any and map[string]any of those) so that requests
+// can be persisted by a disk or shared queue. Well-known keys are listed in
+// the documentation of the packages that read them (for example
+// "throttling_scopes", "throttling_delay", "dont_retry", "max_retry_times").
+type Meta map[string]any
+
+// Request is one HTTP request a spider wants made.
+//
+// Create requests with NewRequest or Response.Follow; the zero Method means
+// GET. A nil Callback means the spider's Parse method.
+type Request struct {
+	// URL is the absolute http or https URL to fetch.
+	URL *url.URL
+	// Method is the HTTP method; "" means GET.
+	Method string
+	// Header holds request headers; nil means none beyond the defaults.
+	Header http.Header
+	// Body is sent as the request body.
+	Body []byte
+	// Meta carries data along with the request to its callback and to the
+	// middlewares and throttling manager.
+	Meta Meta
+	// Priority orders scheduling: higher first. Default 0.
+	Priority int
+	// DontFilter skips the duplicate filter for this request.
+	DontFilter bool
+	// Depth is the number of links followed from a start request to reach
+	// this one; start requests have depth 0.
+	Depth int
+
+	// Callback handles the response. It must be a method of the spider
+	// (spider.Parse, s.ParseBook) when a persistent queue (JOBDIR) is used,
+	// because only methods can be found again by name after a restart.
+	Callback Callback
+	// Errback handles a download or callback error. Same rule as Callback.
+	Errback Errback
+	// CallbackName and ErrbackName name the spider methods to call when the
+	// request was restored from storage and Callback/Errback are nil. They
+	// are set by persistent queues; spiders normally leave them empty.
+	CallbackName string
+	ErrbackName  string
+}
+
+// ErrInvalidURL is the kind of error returned for URLs that cannot be
+// crawled: unparsable, relative, or with a scheme other than http(s).
+var ErrInvalidURL = errors.New("invalid URL")
+
+// NewRequest parses rawURL and returns a GET request for it. The URL must be
+// absolute with an http or https scheme; any other URL gives an error that
+// wraps ErrInvalidURL and names the URL.
+func NewRequest(rawURL string, cb Callback) (*Request, error) {
+	u, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Request{URL: u, Callback: cb}, nil
+}
+
+// MustRequest is like NewRequest but panics on an invalid URL. Use it for
+// literals in tests and examples only.
+func MustRequest(rawURL string, cb Callback) *Request {
+	r, err := NewRequest(rawURL, cb)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// ParseURL parses an absolute http(s) URL, reporting ErrInvalidURL otherwise.
+func ParseURL(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %v", ErrInvalidURL, rawURL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		if u.Scheme == "" {
+			return nil, fmt.Errorf("%w %q: not absolute (missing http:// or https://)", ErrInvalidURL, rawURL)
+		}
+		return nil, fmt.Errorf("%w %q: scheme %q is not http or https", ErrInvalidURL, rawURL, u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%w %q: missing host", ErrInvalidURL, rawURL)
+	}
+	return u, nil
+}
+
+// GetMethod returns the request method, GET when unset.
+func (r *Request) GetMethod() string {
+	if r.Method == "" {
+		return http.MethodGet
+	}
+	return r.Method
+}
+
+// String returns "METHOD URL", for logs.
+func (r *Request) String() string {
+	if r == nil || r.URL == nil {
+		return "<nil request>"
+	}
+	return r.GetMethod() + " " + r.URL.String()
+}
+
+// Host returns the request's host with a non-default port ("example.com",
+// "127.0.0.1:8080"), lower-cased: the default throttling scope.
+func (r *Request) Host() string { return HostKey(r.URL) }
+
+// HostKey returns u's host lower-cased with the default port for its scheme
+// dropped.
+func HostKey(u *url.URL) string {
+	h := strings.ToLower(u.Host)
+	switch {
+	case u.Scheme == "http" && strings.HasSuffix(h, ":80"):
+		h = h[:len(h)-3]
+	case u.Scheme == "https" && strings.HasSuffix(h, ":443"):
+		h = h[:len(h)-4]
+	}
+	return h
+}
+
+// Get returns the meta value for key, or nil.
+func (r *Request) Get(key string) any {
+	if r.Meta == nil {
+		return nil
+	}
+	return r.Meta[key]
+}
+
+// Set stores a meta value, creating Meta when needed, and returns r.
+func (r *Request) Set(key string, v any) *Request {
+	if r.Meta == nil {
+		r.Meta = Meta{}
+	}
+	r.Meta[key] = v
+	return r
+}
+
+// Clone returns a deep copy of the request's URL, headers, body and meta
+// (meta values are copied one level deep), keeping callbacks.
+func (r *Request) Clone() *Request {
+	c := *r
+	if r.URL != nil {
+		u := *r.URL
+		if r.URL.User != nil {
+			uu := *r.URL.User
+			u.User = &uu
+		}
+		c.URL = &u
+	}
+	if r.Header != nil {
+		c.Header = r.Header.Clone()
+	}
+	if r.Body != nil {
+		c.Body = append([]byte(nil), r.Body...)
+	}
+	if r.Meta != nil {
+		c.Meta = maps.Clone(r.Meta)
+	}
+	return &c
+}

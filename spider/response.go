@@ -1,0 +1,226 @@
+package spider
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html/charset"
+)
+
+// ErrNotHTML is returned by Response.Doc for bodies that are not HTML or
+// XML (images, JSON, PDFs...).
+var ErrNotHTML = errors.New("response is not HTML")
+
+// Response is a downloaded page, handed to callbacks.
+//
+// The parsed document and decoded text are computed on first use and
+// cached; a Response is safe for concurrent use by one callback's goroutines.
+type Response struct {
+	// URL is the final URL, after redirects.
+	URL *url.URL
+	// Status is the HTTP status code.
+	Status int
+	// Header holds the response headers.
+	Header http.Header
+	// Body is the raw body, decompressed.
+	Body []byte
+	// Request is the request that produced this response (for redirects,
+	// the last request of the chain).
+	Request *Request
+	// Protocol is the HTTP protocol, e.g. "HTTP/1.1" or "HTTP/2.0".
+	Protocol string
+	// Flags mark special responses: "cached" (from the HTTP cache),
+	// "truncated" (allowed data loss).
+	Flags []string
+	// IP is the remote address the response came from, when known.
+	IP string
+
+	textOnce sync.Once
+	text     string
+	textErr  error
+	docOnce  sync.Once
+	doc      *goquery.Document
+	docErr   error
+}
+
+// ContentType returns the media type of the response without parameters,
+// lower-cased ("text/html"); when the server sent none, it is sniffed.
+func (r *Response) ContentType() string {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		ct = http.DetectContentType(r.Body)
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))
+	}
+	return mt
+}
+
+// IsHTML reports whether the body is HTML or XML (XHTML, RSS, sitemaps).
+func (r *Response) IsHTML() bool {
+	ct := r.ContentType()
+	switch {
+	case ct == "text/html", ct == "application/xhtml+xml", ct == "text/xml", ct == "application/xml",
+		strings.HasSuffix(ct, "+xml"):
+		return true
+	case ct == "text/plain" || ct == "application/octet-stream":
+		// Mislabelled HTML is common; trust the body.
+		sniff := http.DetectContentType(r.Body)
+		return strings.HasPrefix(sniff, "text/html") || strings.HasPrefix(sniff, "text/xml")
+	}
+	return false
+}
+
+// Text returns the body decoded to UTF-8, using the charset from the
+// Content-Type header, a <meta charset> tag or a byte-order mark, in that
+// order (WHATWG rules), defaulting to UTF-8 for text and windows-1252 for
+// legacy HTML without a declaration.
+func (r *Response) Text() (string, error) {
+	r.textOnce.Do(func() {
+		enc, name, _ := charset.DetermineEncoding(r.Body, r.Header.Get("Content-Type"))
+		if name == "utf-8" || enc == nil {
+			r.text = string(bytes.ToValidUTF8(r.Body, []byte("\uFFFD")))
+			return
+		}
+		b, err := io.ReadAll(enc.NewDecoder().Reader(bytes.NewReader(r.Body)))
+		if err != nil {
+			r.textErr = fmt.Errorf("decoding %s body of %s: %w", name, r.URL, err)
+			return
+		}
+		r.text = string(b)
+	})
+	return r.text, r.textErr
+}
+
+// Doc returns the body parsed as an HTML document for CSS selection with
+// goquery. It returns an error wrapping ErrNotHTML when the response is not
+// HTML or XML; it never panics.
+func (r *Response) Doc() (*goquery.Document, error) {
+	r.docOnce.Do(func() {
+		if !r.IsHTML() {
+			r.docErr = fmt.Errorf("%w: %s is %s", ErrNotHTML, r.URL, r.ContentType())
+			return
+		}
+		text, err := r.Text()
+		if err != nil {
+			r.docErr = err
+			return
+		}
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(text))
+		if err != nil {
+			r.docErr = fmt.Errorf("parsing %s: %w", r.URL, err)
+			return
+		}
+		doc.Url = r.URL
+		r.doc = doc
+	})
+	return r.doc, r.docErr
+}
+
+// Find is a shortcut for Doc().Find(selector); on a non-HTML response it
+// returns an empty selection.
+func (r *Response) Find(selector string) *goquery.Selection {
+	doc, err := r.Doc()
+	if err != nil {
+		return &goquery.Selection{}
+	}
+	return doc.Find(selector)
+}
+
+// JSON decodes the body into v.
+func (r *Response) JSON(v any) error {
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		return fmt.Errorf("decoding JSON from %s: %w", r.URL, err)
+	}
+	return nil
+}
+
+// base returns the URL that relative links resolve against: the document's
+// <base href> when present, else the response URL.
+func (r *Response) base() *url.URL {
+	if r.IsHTML() {
+		if doc, err := r.Doc(); err == nil {
+			if href, ok := doc.Find("base[href]").First().Attr("href"); ok {
+				if b, err := r.URL.Parse(strings.TrimSpace(href)); err == nil {
+					return b
+				}
+			}
+		}
+	}
+	return r.URL
+}
+
+// URLJoin resolves ref against the response's URL (honouring <base href>)
+// and returns the absolute URL without its fragment.
+func (r *Response) URLJoin(ref string) (string, error) {
+	u, err := r.base().Parse(strings.TrimSpace(ref))
+	if err != nil {
+		return "", fmt.Errorf("%w %q on %s: %v", ErrInvalidURL, ref, r.URL, err)
+	}
+	u.Fragment = ""
+	u.RawFragment = ""
+	return u.String(), nil
+}
+
+// Follow returns a request for ref resolved against the response URL, one
+// level deeper than the response's request. Links with other schemes
+// (mailto:, javascript:) give an error wrapping ErrInvalidURL.
+func (r *Response) Follow(ref string, cb Callback) (*Request, error) {
+	abs, err := r.URLJoin(ref)
+	if err != nil {
+		return nil, err
+	}
+	req, err := NewRequest(abs, cb)
+	if err != nil {
+		return nil, err
+	}
+	if r.Request != nil {
+		req.Depth = r.Request.Depth + 1
+	}
+	return req, nil
+}
+
+// FollowAll returns requests for every link in refs: a []string of hrefs or
+// a *goquery.Selection whose elements' href (or src) attributes are used.
+// Invalid links are returned as errors, valid ones as requests.
+func (r *Response) FollowAll(refs any, cb Callback) ([]*Request, []error) {
+	var links []string
+	switch v := refs.(type) {
+	case []string:
+		links = v
+	case string:
+		links = []string{v}
+	case *goquery.Selection:
+		v.Each(func(_ int, s *goquery.Selection) {
+			if h, ok := s.Attr("href"); ok {
+				links = append(links, h)
+			} else if h, ok := s.Attr("src"); ok {
+				links = append(links, h)
+			}
+		})
+	case nil:
+	default:
+		return nil, []error{fmt.Errorf("FollowAll: unsupported link source %T (want []string or *goquery.Selection)", refs)}
+	}
+	reqs := make([]*Request, 0, len(links))
+	var errs []error
+	for _, l := range links {
+		req, err := r.Follow(l, cb)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		reqs = append(reqs, req)
+	}
+	return reqs, errs
+}

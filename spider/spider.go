@@ -1,0 +1,136 @@
+// Package spider is what users write crawls with: the Spider interface,
+// Request and Response, callbacks and the Output they send items and new
+// requests to.
+//
+// A spider is a struct with a name, a way to produce start requests and a
+// Parse method:
+//
+//	type Quotes struct{ spider.Base }
+//
+//	func New() *Quotes {
+//		return &Quotes{Base: spider.Base{StartURLs: []string{"https://quotes.toscrape.com/"}}}
+//	}
+//
+//	func (*Quotes) Name() string { return "quotes" }
+//
+//	func (s *Quotes) Parse(ctx context.Context, res *spider.Response, out spider.Output) error {
+//		doc, err := res.Doc()
+//		if err != nil {
+//			return err
+//		}
+//		doc.Find("div.quote").Each(func(_ int, q *goquery.Selection) {
+//			out.Item(map[string]any{"text": q.Find("span.text").Text()})
+//		})
+//		out.FollowAll(res, doc.Find("li.next a"), s.Parse)
+//		return nil
+//	}
+//
+// The engine calls Start lazily: a spider with a million start URLs only
+// materialises the ones the scheduler has room for.
+package spider
+
+import (
+	"context"
+	"iter"
+)
+
+// Spider is a crawl: a name, start requests and the default callback.
+type Spider interface {
+	// Name identifies the spider on the command line and in job directories.
+	Name() string
+	// Start yields the start requests. It is consumed lazily; yield an error
+	// (with a nil request) for a start URL that cannot be crawled and the
+	// crawl logs it and goes on with the others.
+	Start(ctx context.Context) iter.Seq2[*Request, error]
+	// Parse is the callback for requests whose Callback is nil.
+	Parse(ctx context.Context, res *Response, out Output) error
+}
+
+// Callback handles a response: it sends items and new requests to out.
+// A returned error is logged, counted and passed to the request's Errback.
+type Callback func(ctx context.Context, res *Response, out Output) error
+
+// Errback handles a request that failed: a download error (after retries),
+// an HTTP error status filtered by middlewares, or a callback error.
+type Errback func(ctx context.Context, req *Request, err error, out Output) error
+
+// Output receives what a callback produces. Implementations are safe for
+// concurrent use.
+type Output interface {
+	// Item sends an item (any struct or map) to the item pipelines.
+	Item(item any)
+	// Request schedules a new request. A nil request is ignored.
+	Request(req *Request)
+	// Follow schedules a request for ref resolved against res's URL; an
+	// invalid link is logged and counted, never fatal.
+	Follow(res *Response, ref string, cb Callback)
+	// FollowAll schedules a request for every link in refs, which may be
+	// href/src strings or a *goquery.Selection whose elements' href (or src)
+	// attributes are used.
+	FollowAll(res *Response, refs any, cb Callback)
+}
+
+// SettingsProvider is implemented by spiders that set their own settings.
+// They take precedence over the settings file and defaults, and are
+// overridden by environment variables and -s options.
+type SettingsProvider interface {
+	Settings() map[string]any
+}
+
+// ArgsReceiver is implemented by spiders that take arguments from the
+// command line (-a NAME=VALUE). SetArgs is called once before the crawl;
+// an error stops the crawl with exit status 2 and the message shown.
+type ArgsReceiver interface {
+	SetArgs(args map[string]string) error
+}
+
+// Opener is implemented by spiders that need the crawler before the crawl
+// starts (to read settings, keep the throttler, open files).
+type Opener interface {
+	Open(ctx context.Context, c *Crawler) error
+}
+
+// Closer is implemented by spiders that clean up when the crawl ends;
+// reason says why ("finished", "shutdown", "closespider_timeout", ...).
+type Closer interface {
+	Close(ctx context.Context, reason string) error
+}
+
+// AllowedDomainser is implemented by spiders that restrict the crawl to
+// some domains (subdomains included); Base implements it.
+type AllowedDomainser interface {
+	AllowedDomains() []string
+}
+
+// Base is embedded by spiders to get start requests from StartURLs, allowed
+// domains and custom settings without writing methods for them.
+type Base struct {
+	// StartURLs are requested first, with the spider's Parse as callback.
+	StartURLs []string
+	// Domains lists the domains the spider may crawl (subdomains included);
+	// empty means any. Used by the offsite middleware.
+	Domains []string
+	// CustomSettings override the settings file for this spider.
+	CustomSettings map[string]any
+}
+
+// Start yields a request for each of StartURLs.
+func (b *Base) Start(ctx context.Context) iter.Seq2[*Request, error] {
+	return func(yield func(*Request, error) bool) {
+		for _, u := range b.StartURLs {
+			if ctx.Err() != nil {
+				return
+			}
+			r, err := NewRequest(u, nil)
+			if !yield(r, err) {
+				return
+			}
+		}
+	}
+}
+
+// AllowedDomains returns Domains.
+func (b *Base) AllowedDomains() []string { return b.Domains }
+
+// Settings returns CustomSettings.
+func (b *Base) Settings() map[string]any { return b.CustomSettings }

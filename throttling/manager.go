@@ -1,0 +1,84 @@
+package throttling
+
+import (
+	"context"
+	"time"
+
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// ScopeManager keeps the run-time state of one throttling scope: how many
+// of its requests are in flight, its current delay, backoff level, quota.
+// It is the Go form of the spec's ThrottlingScopeManagerProtocol. One
+// instance is created per scope (THROTTLING_SCOPE_MANAGER, or the scope's
+// "manager" key); the Throttler serialises calls to it, so implementations
+// need no locking.
+type ScopeManager interface {
+	// CanSend reports how long to wait before a request consuming amount of
+	// the quota may be sent at now: 0 means now, UntilSlotFree means when
+	// one of the scope's requests completes.
+	CanSend(now time.Time, amount float64) time.Duration
+	// RecordSent records that a request consuming amount was sent at now.
+	RecordSent(now time.Time, amount float64)
+	// RecordDone records that one of the scope's requests completed.
+	RecordDone(now time.Time)
+	// RecordBackoff records a backoff trigger (see BackoffSignal).
+	RecordBackoff(now time.Time, sig BackoffSignal)
+	// ReconcileQuota corrects the quota used in the current window: by a
+	// delta (consumed), or from what the server says is left (remaining).
+	// Nil pointers are absent values.
+	ReconcileQuota(now time.Time, consumed, remaining *float64)
+	// SetBaseDelay changes the configured delay (robots.txt Crawl-delay).
+	SetBaseDelay(d time.Duration)
+	// SetConcurrency changes the configured concurrency (robots.txt).
+	SetConcurrency(n int)
+	// IsIdle reports whether the scope's state may be evicted: nothing in
+	// flight, not backing off, and (when maxIdle > 0) unused for maxIdle.
+	IsIdle(now time.Time, maxIdle time.Duration) bool
+}
+
+// BackoffSignal describes one backoff trigger for a scope.
+type BackoffSignal struct {
+	// SentAt is when the request whose outcome triggered backoff was sent;
+	// zero for triggers not tied to a request (DelayScope). Responses to
+	// requests sent before the scope's latest backoff step count toward
+	// that step instead of multiplying the delay again.
+	SentAt time.Time
+	// Delay, when positive, is a hard minimum: nothing is sent for the scope
+	// until it elapses (Retry-After, RateLimit-Reset, DelayScope).
+	Delay time.Duration
+	// Uncapped exempts Delay from BACKOFF_MAX_DELAY (DelayScope).
+	Uncapped bool
+}
+
+// Manager assigns throttling scopes to requests and turns responses and
+// download errors into backoff feedback. It is the Go form of the spec's
+// ThrottlingManagerProtocol; set THROTTLING_MANAGER to the registered name
+// of your implementation. Embed *DefaultManager to change one aspect and
+// keep the rest.
+type Manager interface {
+	// GetScopes returns the scopes of req. The throttler also adds the
+	// scopes of the request's "throttling_scopes" meta.
+	GetScopes(ctx context.Context, req *spider.Request) (Scopes, error)
+	// GetResponseBackoff returns the feedback for a response of a request
+	// with the given scopes; nil means no feedback.
+	GetResponseBackoff(ctx context.Context, res *spider.Response, scopes Scopes) (Feedback, error)
+	// GetExceptionBackoff returns the feedback for a download error.
+	GetExceptionBackoff(ctx context.Context, req *spider.Request, err error, scopes Scopes) (Feedback, error)
+}
+
+// Feedback maps scope names to what one outcome means for each scope.
+type Feedback map[string]ScopeFeedback
+
+// ScopeFeedback is one outcome's meaning for one scope.
+type ScopeFeedback struct {
+	// Trigger: the outcome is a backoff trigger for the scope.
+	Trigger bool
+	// Delay: a hard minimum delay announced by the server (Retry-After,
+	// RateLimit-Reset), already capped at BACKOFF_MAX_DELAY; 0 = none.
+	Delay time.Duration
+	// Consumed corrects the quota used by a delta (actual - estimated).
+	Consumed *float64
+	// Remaining sets the quota left in the window, as reported by the server.
+	Remaining *float64
+}
