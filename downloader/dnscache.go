@@ -1,8 +1,8 @@
 package downloader
 
 import (
-	"context"
 	"container/list"
+	"context"
 	"net"
 	"sync"
 	"time"
