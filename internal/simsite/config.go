@@ -47,6 +47,11 @@ type Config struct {
 	// SharedPort is the port of the shared listener; 0 picks a free one.
 	SharedPort int `yaml:"shared_port"`
 
+	// MaxRecords bounds the request records kept in memory, for long
+	// manual runs; past it the oldest half is forgotten (see
+	// Server.DroppedRecords). 0 keeps every record.
+	MaxRecords int `yaml:"max_records"`
+
 	// Now is the time source of the limiters, the Retry-After computations
 	// and the request records. Nil means time.Now. Tests inject a fake clock
 	// to exercise the limiters without sleeping; latency, slow and endless
@@ -355,6 +360,9 @@ func (c Config) Validate() error {
 	v := &fieldErrs{}
 	if len(c.Hosts) == 0 {
 		v.add("hosts", "[]", "at least one host is required")
+	}
+	if c.MaxRecords < 0 {
+		v.add("max_records", c.MaxRecords, "must be >= 0")
 	}
 	if c.SharedPort < 0 || c.SharedPort > 65535 {
 		v.add("shared_port", c.SharedPort, "must be a port number in [0, 65535]")

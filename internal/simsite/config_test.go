@@ -28,6 +28,7 @@ func TestValidateNamesBadFields(t *testing.T) {
 		{"bad name", host(func(h *HostConfig) { h.Name = "a b" }), "hosts[0].name"},
 		{"duplicate name", Config{Hosts: []HostConfig{{Name: "A"}, {Name: "a"}}}, "hosts[1].name"},
 		{"port", host(func(h *HostConfig) { h.Port = 70000 }), "hosts[0].port"},
+		{"max records", Config{MaxRecords: -1, Hosts: []HostConfig{{Name: "a"}}}, "max_records"},
 		{"shared port", Config{SharedPort: -1, Hosts: []HostConfig{{Name: "a"}}}, "shared_port"},
 		{"page count", host(func(h *HostConfig) { h.Pages.Count = -1 }), "hosts[0].pages.count"},
 		{"graph", host(func(h *HostConfig) { h.Pages.Graph = "mesh" }), "hosts[0].pages.graph"},

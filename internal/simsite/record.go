@@ -35,14 +35,22 @@ type Record struct {
 // crawler from the outside. Methods do not modify it.
 type Records []Record
 
-// recorder collects records concurrently.
+// recorder collects records concurrently, keeping at most max (0 = all).
 type recorder struct {
-	mu   sync.Mutex
-	recs Records
+	max     int
+	mu      sync.Mutex
+	recs    Records
+	dropped int64
 }
 
 func (r *recorder) add(rec Record) {
 	r.mu.Lock()
+	if r.max > 0 && len(r.recs) >= r.max {
+		// Forget the oldest half: amortised O(1) per record.
+		keep := r.max / 2
+		r.dropped += int64(len(r.recs) - keep)
+		r.recs = append(r.recs[:0], r.recs[len(r.recs)-keep:]...)
+	}
 	r.recs = append(r.recs, rec)
 	r.mu.Unlock()
 }

@@ -165,3 +165,16 @@ func TestPeakConcurrentOnRealServer(t *testing.T) {
 		t.Errorf("peak concurrent = %d, want 2..5", p)
 	}
 }
+
+func TestMaxRecordsKeepsTheNewest(t *testing.T) {
+	s := startT(t, Config{MaxRecords: 4, Hosts: []HostConfig{{Name: "h"}}})
+	for i := range 7 {
+		get(t, s.URL("h")+PagePath(i))
+	}
+	recs := s.Records()
+	// The 5th record halves 4 to 2 (+1), the 7th halves 4 to 2 again (+1):
+	// pages 4, 5, 6 are kept and 4 records dropped.
+	if len(recs) != 3 || recs[0].Path != "/page/4" || recs[2].Path != "/page/6" || s.DroppedRecords() != 4 {
+		t.Errorf("kept %d records ending %q, dropped %d", len(recs), recs[len(recs)-1].Path, s.DroppedRecords())
+	}
+}

@@ -71,6 +71,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		log:    cfg.Logger.With().Str("component", "simsite").Logger(),
 		done:   make(chan struct{}),
 	}
+	s.rec.max = cfg.MaxRecords
 	var listeners []net.Listener
 	fail := func(err error) (*Server, error) {
 		for _, ln := range listeners {
@@ -195,6 +196,14 @@ func (s *Server) Records() Records { return s.rec.snapshot(false) }
 // ResetRecords returns the records so far and forgets them, e.g. between
 // two crawls against the same server. Limiter state is kept.
 func (s *Server) ResetRecords() Records { return s.rec.snapshot(true) }
+
+// DroppedRecords counts the records forgotten because of
+// Config.MaxRecords.
+func (s *Server) DroppedRecords() int64 {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	return s.rec.dropped
+}
 
 // Stats summarises the records so far, per host name (hosts without
 // requests included).

@@ -287,3 +287,27 @@ func TestCloseOnContextCancel(t *testing.T) {
 	}
 	t.Error("server still answering after its context was cancelled")
 }
+
+func TestContentHandlerCanFlushAndFail(t *testing.T) {
+	content := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, "part one, ")
+		w.(http.Flusher).Flush()
+		fmt.Fprint(w, "part two")
+	})
+	s := startT(t, Config{Hosts: []HostConfig{{Name: "c", Content: content,
+		Faults: []FaultConfig{{Kind: FaultSlow, PathPrefix: "/missing", ChunkSize: 4, Interval: time.Millisecond}}}}})
+	if got := s.Hosts(); len(got) != 1 || got[0] != "c" {
+		t.Errorf("Hosts() = %v", got)
+	}
+	if _, body := get(t, s.URL("c")+"/x"); body != "part one, part two" {
+		t.Errorf("flushed body = %q", body)
+	}
+	// A fault keeps the content's status.
+	if r, body := get(t, s.URL("c")+"/missing"); r.StatusCode != 404 || body != "404 page not found\n" {
+		t.Errorf("slow 404: %d %q", r.StatusCode, body)
+	}
+}
