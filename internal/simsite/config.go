@@ -96,8 +96,9 @@ type GraphKind string
 const (
 	// GraphTree links page i to pages i*Fanout+1 ... i*Fanout+Fanout.
 	GraphTree GraphKind = "tree"
-	// GraphRandom links each page to a random spanning-tree of children
-	// plus random pages, OutDegree links at least, from Seed.
+	// GraphRandom gives each page a random earlier page as parent (so
+	// every page is reachable), then adds random links until each page
+	// has at least OutDegree links; the same Seed gives the same graph.
 	GraphRandom GraphKind = "random"
 	// GraphChain links page i to page i+1 only: one long chain.
 	GraphChain GraphKind = "chain"

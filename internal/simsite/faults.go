@@ -3,6 +3,7 @@ package simsite
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -147,7 +148,7 @@ func copyHeader(dst, src http.Header) {
 }
 
 // errStopped is returned by sleep when the server closes.
-var errStopped = context.Canceled
+var errStopped = errors.New("simsite: server closed")
 
 // sleep waits d in real time, or until ctx ends or done closes.
 func sleep(ctx context.Context, d time.Duration, done <-chan struct{}) error {

@@ -78,9 +78,6 @@ func (g *Graph) Links(i int) []int {
 	return out
 }
 
-// Path is the URL path of page i.
-func (g *Graph) Path(i int) string { return PagePath(i) }
-
 // PagePath is the URL path of page i of any generated host: "/" for 0,
 // "/page/i" otherwise.
 func PagePath(i int) string {

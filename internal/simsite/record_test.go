@@ -146,7 +146,7 @@ func TestServerRecordsEveryRequest(t *testing.T) {
 }
 
 func TestPeakConcurrentOnRealServer(t *testing.T) {
-	s := startT(t, Config{Hosts: []HostConfig{{Name: "h", Latency: LatencyConfig{Kind: LatencyFixed, Fixed: 300 * time.Millisecond}}}})
+	s := startT(t, Config{Hosts: []HostConfig{{Name: "h", Latency: LatencyConfig{Kind: LatencyFixed, Fixed: 500 * time.Millisecond}}}})
 	done := make(chan error)
 	for i := range 5 {
 		go func() {
@@ -159,7 +159,7 @@ func TestPeakConcurrentOnRealServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Five requests each held 300 ms by the server: they overlap unless
+	// Five requests each held 500 ms by the server: they overlap unless
 	// the machine stalled for most of that time. Ratios, not times.
 	if p := s.Records().PeakConcurrent(); p < 2 || p > 5 {
 		t.Errorf("peak concurrent = %d, want 2..5", p)
