@@ -25,6 +25,7 @@ type FieldError struct {
 	Reason string // what is wrong with it
 }
 
+// Error implements error.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("simsite: %s = %v: %s", e.Field, e.Value, e.Reason)
 }
@@ -139,7 +140,8 @@ type PagesConfig struct {
 // LatencyKind selects a latency distribution.
 type LatencyKind string
 
-// Latency distributions. Samples are clamped to [0, Max] when Max > 0.
+// Latency distributions, sampled from the host's Seed. Samples are clamped
+// to [0, Max] when Max > 0.
 const (
 	LatencyNone        LatencyKind = "none"        // no delay (the default)
 	LatencyFixed       LatencyKind = "fixed"       // always Fixed
@@ -151,12 +153,12 @@ const (
 // LatencyConfig delays every admitted request before its headers are sent.
 // Limited requests are answered at once, as a front-end limiter would.
 type LatencyConfig struct {
-	Kind   LatencyKind   `yaml:"kind"`
-	Fixed  time.Duration `yaml:"fixed"`
-	Min    time.Duration `yaml:"min"`
-	Max    time.Duration `yaml:"max"`
-	Mean   time.Duration `yaml:"mean"`
-	StdDev time.Duration `yaml:"stddev"`
+	Kind   LatencyKind   `yaml:"kind"`   // distribution, default LatencyNone
+	Fixed  time.Duration `yaml:"fixed"`  // LatencyFixed: the delay
+	Min    time.Duration `yaml:"min"`    // lower bound (uniform, normal) or offset (exponential)
+	Max    time.Duration `yaml:"max"`    // upper bound; 0 means none except for uniform
+	Mean   time.Duration `yaml:"mean"`   // normal and exponential: the mean
+	StdDev time.Duration `yaml:"stddev"` // normal: the standard deviation
 }
 
 // LimitKey says how clients are told apart by the limiter.
