@@ -1,0 +1,236 @@
+package jobdir
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
+)
+
+type testSpider struct{ spider.Base }
+
+func (*testSpider) Name() string { return "test" }
+func (*testSpider) Parse(ctx context.Context, res *spider.Response, out spider.Output) error {
+	return nil
+}
+func (*testSpider) ParseBook(ctx context.Context, res *spider.Response, out spider.Output) error {
+	return nil
+}
+func (*testSpider) OnError(ctx context.Context, req *spider.Request, err error, out spider.Output) error {
+	return nil
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	sp := &testSpider{}
+	c := Codec{Spider: sp}
+	full := spider.MustRequest("https://Example.com:8443/a/b%20c?q=1&r=%C3%A9#frag", sp.ParseBook)
+	full.Method = "POST"
+	full.Header = http.Header{"X-A": {"1", "2"}, "Content-Type": {"application/json"}}
+	full.Body = []byte(`{"k":"v"}`)
+	full.Priority = -7
+	full.Depth = 3
+	full.DontFilter = true
+	full.Errback = sp.OnError
+	full.Meta = spider.Meta{
+		"retry_times":       2,
+		"max_retry_times":   int64(5),
+		"ratio":             0.25,
+		"f32":               float32(1.5),
+		"u8":                uint8(200),
+		"big":               uint64(math.MaxUint64),
+		"neg":               int32(-3),
+		"flag":              true,
+		"off":               false,
+		"none":              nil,
+		"name":              "é\x00x",
+		"throttling_scopes": map[string]any{"api": 2.0, "host": 1},
+		"list":              []any{1, "two", []any{3.5, nil}, map[string]any{"deep": []string{"a"}}},
+		"tags":              []string{"x", "y"},
+		"hdrs":              map[string]string{"a": "b"},
+	}
+	cases := []struct {
+		name string
+		in   Entry
+		want *spider.Request // nil means: in.Req with callbacks replaced by names
+	}{
+		{"minimal", Entry{Req: spider.MustRequest("http://a.test/", nil)}, nil},
+		{"parse is the default", Entry{Req: spider.MustRequest("http://a.test/", sp.Parse)}, nil},
+		{"full", Entry{Req: full, Scopes: throttling.Scopes{{Name: "a.test", Amount: 0}, {Name: "api", Amount: 2.5}}}, nil},
+		{"restored names kept", Entry{Req: &spider.Request{URL: full.URL, CallbackName: "ParseBook", ErrbackName: "OnError"}}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := c.Encode(nil, tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.in.Req.Clone()
+			if err := spider.NameCallbacks(sp, want); err != nil {
+				t.Fatal(err)
+			}
+			want.Callback, want.Errback = nil, nil
+			if got.Req.URL.String() != want.URL.String() {
+				t.Errorf("URL = %s, want %s", got.Req.URL, want.URL)
+			}
+			got.Req.URL, want.URL = nil, nil
+			if !reflect.DeepEqual(got.Req, want) {
+				t.Errorf("request:\n got %#v\nwant %#v", got.Req, want)
+			}
+			if !reflect.DeepEqual(got.Scopes, tc.in.Scopes) {
+				t.Errorf("scopes = %v, want %v", got.Scopes, tc.in.Scopes)
+			}
+			// The restored request resolves its callbacks on the spider.
+			restored := got.Req
+			restored.URL = tc.in.Req.URL
+			if _, _, err := spider.Callbacks(sp, restored); err != nil {
+				t.Errorf("Callbacks: %v", err)
+			}
+		})
+	}
+}
+
+func TestCodecAppendsToDst(t *testing.T) {
+	c := Codec{Spider: &testSpider{}}
+	prefix := []byte("key:")
+	b, err := c.Encode(prefix, Entry{Req: spider.MustRequest("http://a.test/x", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "key:") {
+		t.Fatalf("prefix lost: %q", b)
+	}
+	if _, err := c.Decode(b[len(prefix):]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCodecRejects(t *testing.T) {
+	sp := &testSpider{}
+	c := Codec{Spider: sp}
+	closure := func(ctx context.Context, res *spider.Response, out spider.Output) error { return nil }
+	errClosure := func(ctx context.Context, req *spider.Request, err error, out spider.Output) error { return nil }
+	mk := func(f func(r *spider.Request)) *spider.Request {
+		r := spider.MustRequest("http://a.test/page", nil)
+		f(r)
+		return r
+	}
+	cases := []struct {
+		name      string
+		req       *spider.Request
+		field     string
+		inMessage string
+	}{
+		{"closure callback", mk(func(r *spider.Request) { r.Callback = closure }), "Callback", "closure"},
+		{"closure errback", mk(func(r *spider.Request) { r.Errback = errClosure }), "Errback", "closure"},
+		{"func in meta", mk(func(r *spider.Request) { r.Set("hook", func() {}) }), `Meta["hook"]`, "func()"},
+		{"channel nested in meta", mk(func(r *spider.Request) {
+			r.Set("cfg", map[string]any{"a": []any{1, make(chan int)}})
+		}), `Meta["cfg"]["a"][1]`, "chan int"},
+		{"struct in meta", mk(func(r *spider.Request) { r.Set("pt", struct{ X int }{1}) }), `Meta["pt"]`, "not a JSON value"},
+		{"NaN in meta", mk(func(r *spider.Request) { r.Set("x", math.NaN()) }), `Meta["x"]`, "NaN"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := []byte("keep")
+			b, err := c.Encode(dst, Entry{Req: tc.req})
+			if !errors.Is(err, ErrUnpersistable) {
+				t.Fatalf("err = %v, want ErrUnpersistable", err)
+			}
+			var ee *EncodeError
+			if !errors.As(err, &ee) {
+				t.Fatalf("err %T is not *EncodeError", err)
+			}
+			if ee.Field != tc.field {
+				t.Errorf("Field = %q, want %q", ee.Field, tc.field)
+			}
+			msg := err.Error()
+			for _, s := range []string{"http://a.test/page", tc.field, tc.inMessage} {
+				if !strings.Contains(msg, s) {
+					t.Errorf("message %q does not mention %q", msg, s)
+				}
+			}
+			if string(b) != "keep" {
+				t.Errorf("dst changed to %q", b)
+			}
+		})
+	}
+}
+
+func TestCodecDecodeErrors(t *testing.T) {
+	c := Codec{Spider: &testSpider{}}
+	good, err := c.Encode(nil, Entry{Req: spider.MustRequest("http://a.test/", nil).Set("k", []any{"v"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := append([]byte{CodecVersion + 1}, good[1:]...)
+	if _, err := c.Decode(future); !errors.Is(err, ErrCodecVersion) {
+		t.Errorf("future version: err = %v, want ErrCodecVersion", err)
+	}
+	if _, err := c.Decode(nil); !errors.Is(err, ErrCorruptRecord) {
+		t.Errorf("empty: err = %v", err)
+	}
+	// Every truncation must be an error, never a panic or a wrong request.
+	for i := 1; i < len(good); i++ {
+		if _, err := c.Decode(good[:i]); !errors.Is(err, ErrCorruptRecord) {
+			t.Errorf("truncated at %d: err = %v", i, err)
+		}
+	}
+	if _, err := c.Decode(append(good, 0)); !errors.Is(err, ErrCorruptRecord) {
+		t.Errorf("trailing byte: err = %v", err)
+	}
+	huge := []byte{CodecVersion, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}
+	if _, err := c.Decode(huge); !errors.Is(err, ErrCorruptRecord) {
+		t.Errorf("huge length: err = %v", err)
+	}
+}
+
+func FuzzCodecDecode(f *testing.F) {
+	c := Codec{Spider: &testSpider{}}
+	b, _ := c.Encode(nil, Entry{Req: spider.MustRequest("http://a.test/", nil).Set("k", map[string]any{"a": []any{1.5}})})
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, err := c.Decode(data)
+		if err != nil {
+			return
+		}
+		again, err := c.Encode(nil, e)
+		if err != nil {
+			t.Fatalf("decoded entry does not re-encode: %v", err)
+		}
+		if _, err := c.Decode(again); err != nil {
+			t.Fatalf("re-encoded entry does not decode: %v", err)
+		}
+	})
+}
+
+func BenchmarkCodec(b *testing.B) {
+	sp := &testSpider{}
+	c := Codec{Spider: sp}
+	req := spider.MustRequest("https://www.example.com/catalogue/page-17.html", sp.ParseBook)
+	req.Depth = 4
+	req.Set("retry_times", 1)
+	e := Entry{Req: req, Scopes: throttling.Scopes{{Name: "www.example.com"}}}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		buf, err = c.Encode(buf[:0], e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Decode(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(buf)), "bytes/req")
+}
