@@ -85,6 +85,9 @@ type Deps struct {
 	Stats    *stats.Collector
 	Log      zerolog.Logger
 	Clock    clock.Clock
+	// Storage replaces the storage chosen from the settings (tests, or a
+	// caller that manages the job directory itself). Nil fields mean memory.
+	Storage *Storage
 }
 
 // Factory builds a scheduler.

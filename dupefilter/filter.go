@@ -1,0 +1,61 @@
+package dupefilter
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/stats"
+)
+
+// StatFiltered counts the requests dropped as duplicates.
+const StatFiltered = "dupefilter/filtered"
+
+// Filter drops duplicate requests: it is what the scheduler asks before
+// queueing a request.
+type Filter struct {
+	set   Set
+	stats *stats.Collector
+	log   zerolog.Logger
+	debug bool
+	// logged is set once the first duplicate has been logged.
+	logged atomic.Bool
+}
+
+// NewFilter returns a Filter recording fingerprints in set. With debug
+// (DUPEFILTER_DEBUG) every filtered request is logged; otherwise only the
+// first one, with a hint about the setting. st may be nil.
+func NewFilter(set Set, st *stats.Collector, log zerolog.Logger, debug bool) *Filter {
+	return &Filter{set: set, stats: st, log: log, debug: debug}
+}
+
+// Seen reports whether req is a duplicate that must be dropped, recording
+// its fingerprint otherwise. Requests with DontFilter are never dropped and
+// their fingerprint is not recorded (as in Scrapy, a later request for the
+// same resource without DontFilter is still sent once).
+func (f *Filter) Seen(ctx context.Context, req *spider.Request) (bool, error) {
+	if req.DontFilter {
+		return false, nil
+	}
+	fp := Of(req)
+	seen, err := f.set.Add(ctx, fp)
+	if err != nil || !seen {
+		return false, err
+	}
+	if f.stats != nil {
+		f.stats.Inc(StatFiltered, 1)
+	}
+	switch {
+	case f.debug:
+		f.log.Debug().Str("url", req.URL.String()).Str("method", req.GetMethod()).Str("fingerprint", fp.String()).Msg("filtered duplicate request")
+	case f.logged.CompareAndSwap(false, true):
+		f.log.Debug().Str("url", req.URL.String()).Str("method", req.GetMethod()).
+			Msg("filtered duplicate request; no more duplicates will be shown (see DUPEFILTER_DEBUG to show all duplicates)")
+	}
+	return true, nil
+}
+
+// Close closes the underlying set.
+func (f *Filter) Close(ctx context.Context) error { return f.set.Close(ctx) }

@@ -1,0 +1,144 @@
+package pqueue
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
+)
+
+// PriorityQueue is what a scheduler pops requests from.
+//
+// A popped request is reserved, not removed: it leaves the queue for good
+// when Ack is called with its ID (after its outcome and the requests its
+// callback produced are recorded), and comes back with Nack. With a
+// persistent Store, reservations never acknowledged come back when the
+// queue is reopened.
+//
+// Implementations are safe for concurrent use.
+type PriorityQueue interface {
+	// Open opens the store and rebuilds the queue's index from it.
+	Open(ctx context.Context) error
+	// Push queues req with its throttling scopes and effective priority.
+	// A positive throttling_delay meta (seconds) keeps it out of
+	// competition until that long after now.
+	Push(ctx context.Context, now time.Time, req *spider.Request, scopes throttling.Scopes, priority int) (ID, error)
+	// Pop returns the next request to send at now, or nil and how long to
+	// wait before asking again: a positive duration, or 0 for "when
+	// something changes" (a request completes, a request is pushed).
+	Pop(ctx context.Context, now time.Time) (*Popped, time.Duration, error)
+	// Ack forgets a popped request for good.
+	Ack(ctx context.Context, id ID) error
+	// Nack puts a popped request back in line (for example when it could
+	// not be started).
+	Nack(ctx context.Context, id ID) error
+	// Len returns how many requests wait in the queue (reserved ones not
+	// counted).
+	Len() int
+	// Close closes the store; a persistent store keeps what is not acked.
+	Close(ctx context.Context) error
+}
+
+// Popped is a request taken out of a PriorityQueue.
+type Popped struct {
+	// ID is the entry's ID, for Ack and Nack.
+	ID ID
+	// Req is the request.
+	Req *spider.Request
+	// Scopes are the request's throttling scopes.
+	Scopes throttling.Scopes
+	// Admitted is true when the queue has already recorded the send with
+	// Gate.Sent at SentAt (throttling-aware queues); false means the caller
+	// must wait for the scopes itself (engine-gated mode).
+	Admitted bool
+	// SentAt is when the send was recorded, when Admitted.
+	SentAt time.Time
+}
+
+// Gate is what a throttling-aware queue needs from the throttler
+// (*throttling.Throttler implements it).
+type Gate interface {
+	// ScopeWait reports how long a request consuming amount of scope must
+	// wait at now: 0, a delay, or throttling.UntilSlotFree.
+	ScopeWait(now time.Time, scope string, amount float64) time.Duration
+	// Sent records that a request with scopes was sent at now.
+	Sent(now time.Time, scopes throttling.Scopes)
+	// Watch registers fn, called (under the throttler's lock, from any
+	// goroutine) after any change of a scope's state. fn must be quick and
+	// must not call back into the throttler.
+	Watch(fn func(scope string))
+}
+
+// QuotaSharer is implemented by gates that know the scopes' quotas. The
+// throttling-aware queue uses it to break priority ties in favour of the
+// request that uses the larger share of its scopes' available quota (spec:
+// "Throttling quotas"), so that big requests do not get stuck behind a
+// stream of small ones.
+type QuotaSharer interface {
+	// QuotaShare returns amount as a fraction of the quota scope has left
+	// in its current window: 0 for a scope without a quota or a zero
+	// amount, values above 1 when amount exceeds what is left.
+	QuotaShare(scope string, amount float64) float64
+}
+
+// Deps are what a priority queue is built from.
+type Deps struct {
+	// Store keeps the entries; nil means a new MemoryStore.
+	Store Store
+	// Gate is the throttler. Throttling-aware queues require it.
+	Gate Gate
+	// Clock is used for logs and timers; nil means the real clock.
+	Clock clock.Clock
+	// Log receives debug output (SCHEDULER_DEBUG).
+	Log zerolog.Logger
+	// Settings are the crawl's settings; may be nil in tests.
+	Settings *settings.Settings
+}
+
+// Factory builds a priority queue.
+type Factory func(d Deps) (PriorityQueue, error)
+
+var (
+	regMu     sync.RWMutex
+	factories = map[string]Factory{}
+)
+
+// Register makes a priority queue available under name for the
+// SCHEDULER_PRIORITY_QUEUE setting. Registering a name twice replaces the
+// first factory.
+func Register(name string, f Factory) {
+	regMu.Lock()
+	factories[name] = f
+	regMu.Unlock()
+}
+
+// New builds the priority queue registered under name. An unknown name
+// gives an error listing the registered ones.
+func New(name string, d Deps) (PriorityQueue, error) {
+	regMu.RLock()
+	f, ok := factories[name]
+	names := make([]string, 0, len(factories))
+	for n := range factories {
+		names = append(names, n)
+	}
+	regMu.RUnlock()
+	if !ok {
+		sort.Strings(names)
+		return nil, fmt.Errorf("SCHEDULER_PRIORITY_QUEUE: unknown priority queue %q (registered: %v)", name, names)
+	}
+	if d.Store == nil {
+		d.Store = NewMemoryStore()
+	}
+	if d.Clock == nil {
+		d.Clock = clock.Real
+	}
+	return f(d)
+}

@@ -1,0 +1,76 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gocrawl/gocrawl/dupefilter"
+	"github.com/gocrawl/gocrawl/pqueue"
+)
+
+// Storage is where a scheduler keeps its pending requests and the
+// fingerprints of the requests it has seen. Without JOBDIR both live in
+// memory; the job directory (Pebble) and a shared frontier (Redis) provide
+// persistent ones through RegisterStorage.
+type Storage struct {
+	// Queue keeps the queued requests.
+	Queue pqueue.Store
+	// Seen keeps the fingerprints of requests already queued.
+	Seen dupefilter.Set
+}
+
+// StorageFactory opens persistent storage for a crawl from its settings
+// (d.Settings, d.Spider for callbacks by name). It returns nil and no error
+// when it does not apply, for example when JOBDIR is empty, so that several
+// backends can be registered side by side.
+type StorageFactory func(d Deps) (*Storage, error)
+
+var storages = map[string]StorageFactory{}
+
+// RegisterStorage makes a storage backend available to schedulers. At
+// construction a scheduler asks every registered backend, in name order,
+// and uses the first that applies; if none does it keeps everything in
+// memory.
+func RegisterStorage(name string, f StorageFactory) {
+	regMu.Lock()
+	storages[name] = f
+	regMu.Unlock()
+}
+
+// openStorage returns d.Storage, the first registered backend that
+// applies, or memory storage.
+func openStorage(d Deps) (*Storage, error) {
+	st := &Storage{}
+	if d.Storage != nil {
+		*st = *d.Storage
+	} else {
+		regMu.RLock()
+		names := make([]string, 0, len(storages))
+		for n := range storages {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fs := make([]StorageFactory, len(names))
+		for i, n := range names {
+			fs[i] = storages[n]
+		}
+		regMu.RUnlock()
+		for i, f := range fs {
+			s, err := f(d)
+			if err != nil {
+				return nil, fmt.Errorf("scheduler storage %s: %w", names[i], err)
+			}
+			if s != nil {
+				*st = *s
+				break
+			}
+		}
+	}
+	if st.Queue == nil {
+		st.Queue = pqueue.NewMemoryStore()
+	}
+	if st.Seen == nil {
+		st.Seen = dupefilter.NewMemorySet()
+	}
+	return st, nil
+}
