@@ -20,30 +20,84 @@ var (
 )
 
 // FuncName returns the name under which fn (a Callback or Errback) can be
-// found again on sp: the method name for a method value such as s.ParseBook.
-// It returns "" for nil, and an error wrapping ErrNotMethod for closures and
-// functions that are not methods of sp.
+// found again on sp: the method name for a method value such as s.ParseBook
+// (methods promoted from an embedded struct included). It returns "" for
+// nil, and an error wrapping ErrNotMethod for closures, plain functions and
+// methods of other types.
 func FuncName(sp Spider, fn any) (string, error) {
 	v := reflect.ValueOf(fn)
-	if !v.IsValid() || v.IsNil() {
+	if !v.IsValid() || v.Kind() != reflect.Func {
+		return "", fmt.Errorf("%w: %T is not a function", ErrNotMethod, fn)
+	}
+	if v.IsNil() {
 		return "", nil
 	}
 	full := runtime.FuncForPC(v.Pointer()).Name()
-	// A method value compiles to a wrapper named "pkg.(*T).Method-fm" or "pkg.T.Method-fm".
+	// A method value compiles to a wrapper named "pkg.(*T).Method-fm" or
+	// "pkg.T.Method-fm" (T being the type that declares the method).
 	name, ok := strings.CutSuffix(full, "-fm")
 	if !ok {
-		return "", fmt.Errorf("%w: %s (use a method such as s.Parse, not a closure)", ErrNotMethod, full)
+		return "", fmt.Errorf("%w: %s (use a method value such as s.Parse, not a closure or a plain function)", ErrNotMethod, full)
 	}
-	method := name[strings.LastIndexByte(name, '.')+1:]
-	recv := name[:strings.LastIndexByte(name, '.')]
-	typeName := reflect.Indirect(reflect.ValueOf(sp)).Type().Name()
-	if !strings.HasSuffix(recv, "(*"+typeName+")") && !strings.HasSuffix(recv, "."+typeName) {
-		return "", fmt.Errorf("%w: %s belongs to another type than %s", ErrNotMethod, full, typeName)
-	}
-	if _, ok := reflect.TypeOf(sp).MethodByName(method); !ok {
-		return "", fmt.Errorf("%w: %s has no method %s", ErrNotMethod, typeName, method)
+	dot := strings.LastIndexByte(name, '.')
+	method, recv := name[dot+1:], receiverID(name[:dot])
+	spType := reflect.TypeOf(sp)
+	if _, ok := spType.MethodByName(method); !ok || !declaresOrEmbeds(spType, recv) {
+		return "", fmt.Errorf("%w: %s is not a method of %s", ErrNotMethod, full, spType)
 	}
 	return method, nil
+}
+
+// receiverID turns "pkg/path.(*T[...])" or "pkg/path.T" into "pkg/path.T".
+func receiverID(recv string) string {
+	recv = strings.Replace(recv, "(*", "", 1)
+	recv = strings.TrimSuffix(recv, ")")
+	if i := strings.Index(recv, "["); i >= 0 {
+		recv = recv[:i]
+	}
+	return recv
+}
+
+// typeID returns "pkg/path.T" for a named type (or pointer to one).
+func typeID(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	name := t.Name()
+	if i := strings.Index(name, "["); i >= 0 {
+		name = name[:i]
+	}
+	return t.PkgPath() + "." + name
+}
+
+// declaresOrEmbeds reports whether t is the type recv or embeds it
+// (directly or through embedded structs), so that a method of recv is in
+// t's method set.
+func declaresOrEmbeds(t reflect.Type, recv string) bool {
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type) bool
+	walk = func(t reflect.Type) bool {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if seen[t] {
+			return false
+		}
+		seen[t] = true
+		if typeID(t) == recv {
+			return true
+		}
+		if t.Kind() != reflect.Struct {
+			return false
+		}
+		for i := range t.NumField() {
+			if f := t.Field(i); f.Anonymous && walk(f.Type) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(t)
 }
 
 // ResolveCallback finds the Callback method called name on sp. "" means

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -44,7 +45,8 @@ type Request struct {
 	// (spider.Parse, s.ParseBook) when a persistent queue (JOBDIR) is used,
 	// because only methods can be found again by name after a restart.
 	Callback Callback
-	// Errback handles a download or callback error. Same rule as Callback.
+	// Errback handles a failed download or a dropped request (see the
+	// Errback type). Same naming rule as Callback.
 	Errback Errback
 	// CallbackName and ErrbackName name the spider methods to call when the
 	// request was restored from storage and Callback/Errback are nil. They
@@ -146,8 +148,9 @@ func (r *Request) Set(key string, v any) *Request {
 	return r
 }
 
-// Clone returns a deep copy of the request's URL, headers, body and meta
-// (meta values are copied one level deep), keeping callbacks.
+// Clone returns a deep copy of the request: URL, headers, body and meta
+// (nested maps and slices included) are copied, so changing the clone never
+// changes r. Callbacks and their names are kept.
 func (r *Request) Clone() *Request {
 	c := *r
 	if r.URL != nil {
@@ -165,7 +168,42 @@ func (r *Request) Clone() *Request {
 		c.Body = append([]byte(nil), r.Body...)
 	}
 	if r.Meta != nil {
-		c.Meta = maps.Clone(r.Meta)
+		c.Meta = make(Meta, len(r.Meta))
+		for k, v := range r.Meta {
+			c.Meta[k] = deepCopy(v)
+		}
 	}
 	return &c
+}
+
+// deepCopy copies the containers of JSON-like values; other values (which
+// Meta should not hold) are shared.
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case Meta:
+		m := make(Meta, len(x))
+		for k, e := range x {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = deepCopy(e)
+		}
+		return s
+	case []string:
+		return slices.Clone(x)
+	case map[string]float64:
+		return maps.Clone(x)
+	case map[string]string:
+		return maps.Clone(x)
+	}
+	return v
 }

@@ -89,7 +89,8 @@ func (r *Response) Text() (string, error) {
 	r.textOnce.Do(func() {
 		enc, name, _ := charset.DetermineEncoding(r.Body, r.Header.Get("Content-Type"))
 		if name == "utf-8" || enc == nil {
-			r.text = string(bytes.ToValidUTF8(r.Body, []byte("\uFFFD")))
+			body := bytes.TrimPrefix(r.Body, []byte("\xef\xbb\xbf"))
+			r.text = string(bytes.ToValidUTF8(body, []byte("\uFFFD")))
 			return
 		}
 		b, err := io.ReadAll(enc.NewDecoder().Reader(bytes.NewReader(r.Body)))

@@ -47,11 +47,19 @@ type Spider interface {
 }
 
 // Callback handles a response: it sends items and new requests to out.
-// A returned error is logged, counted and passed to the request's Errback.
+// A returned error (or a panic) is logged with the URL, counted under
+// spider_exceptions/count and towards CLOSESPIDER_ERRORCOUNT; the crawl
+// goes on. Callback errors are not passed to the request's Errback, except
+// a *middleware.DropError returned by a spider middleware.
 type Callback func(ctx context.Context, res *Response, out Output) error
 
-// Errback handles a request that failed: a download error (after retries),
-// an HTTP error status filtered by middlewares, or a callback error.
+// Errback handles a request that did not reach its callback: a download
+// error after the retry middleware gave up (err matches a downloader error
+// kind such as downloader.ErrDownloadTimeout), or a request or response
+// dropped on purpose by a middleware (a *middleware.DropError: robots.txt,
+// offsite, HTTP error status). Errors returned by the callback itself are
+// not passed to the errback. Like a callback, an errback may emit items and
+// new requests (a fallback URL, say).
 type Errback func(ctx context.Context, req *Request, err error, out Output) error
 
 // Output receives what a callback produces. Implementations are safe for
