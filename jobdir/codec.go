@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/throttling"
 )
 
 // CodecVersion is the version byte that starts every encoded request. A
@@ -54,21 +53,15 @@ func (e *EncodeError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrUnpersistable) true.
 func (e *EncodeError) Is(target error) bool { return target == ErrUnpersistable }
 
-// Entry is what a disk queue stores for one request: the request and the
-// throttling scopes (with quota amounts) assigned to it at enqueue, so a
-// resumed crawl need not ask the throttling manager again.
-type Entry struct {
-	Req    *spider.Request
-	Scopes throttling.Scopes
-}
-
-// Codec turns entries into bytes and back with a versioned binary encoding
-// (see docs/jobs.md). It needs the spider to name callbacks: only methods
-// of the spider can be found again after a restart.
+// Codec turns requests into bytes and back with a versioned binary
+// encoding (see docs/jobs.md); it implements pqueue.Codec. It needs the
+// spider to name callbacks: only methods of the spider can be found again
+// after a restart.
 //
-// The encoding keeps the URL, method, headers, body, meta, priority, depth,
-// DontFilter, callback and errback names, and the scopes with their
-// amounts. Meta values must be JSON values: nil, bool, string, any Go
+// The encoding keeps the URL, method, headers, body, meta (the retry count
+// included), priority, depth, DontFilter, and the callback and errback
+// names. The disk queue stores each request's throttling scopes and
+// effective priority beside it. Meta values must be JSON values: nil, bool, string, any Go
 // integer or float kind, []any, []string, map[string]any and
 // map[string]string, nested freely. Each decodes to the same Go type it
 // was encoded from, so a middleware reading meta["retry_times"].(int) works
@@ -77,11 +70,13 @@ type Codec struct {
 	Spider spider.Spider
 }
 
-// Encode appends the encoding of e to dst and returns it. It fails with an
-// *EncodeError (kind ErrUnpersistable) when a callback is a closure or a
-// meta value is not a JSON value; dst is then returned unchanged.
-func (c Codec) Encode(dst []byte, e Entry) ([]byte, error) {
-	req := e.Req
+// Encode returns the encoding of req. It fails with an *EncodeError (kind
+// ErrUnpersistable, and spider.ErrNotMethod for a closure callback) when a
+// callback is a closure or a meta value is not a JSON value.
+func (c Codec) Encode(req *spider.Request) ([]byte, error) { return c.Append(nil, req) }
+
+// Append is Encode appending to dst; on error dst is returned unchanged.
+func (c Codec) Append(dst []byte, req *spider.Request) ([]byte, error) {
 	if req == nil || req.URL == nil {
 		return dst, &EncodeError{Request: req.String(), Field: "URL", Err: errors.New("missing")}
 	}
@@ -158,24 +153,18 @@ func (c Codec) Encode(dst []byte, e Entry) ([]byte, error) {
 			return dst[:start], &EncodeError{Request: req.String(), Field: path, Err: err}
 		}
 	}
-
-	b = binary.AppendUvarint(b, uint64(len(e.Scopes)))
-	for _, s := range e.Scopes {
-		b = appendString(b, s.Name)
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.Amount))
-	}
 	return b, nil
 }
 
-// Decode parses an encoded entry. Callback and Errback stay nil and
+// Decode parses an encoded request. Callback and Errback stay nil and
 // CallbackName/ErrbackName are set: the engine resolves them on the spider
 // (spider.Callbacks). Errors wrap ErrCodecVersion or ErrCorruptRecord.
-func (c Codec) Decode(data []byte) (Entry, error) {
+func (c Codec) Decode(data []byte) (*spider.Request, error) {
 	if len(data) == 0 {
-		return Entry{}, fmt.Errorf("%w: empty", ErrCorruptRecord)
+		return nil, fmt.Errorf("%w: empty", ErrCorruptRecord)
 	}
 	if data[0] != CodecVersion {
-		return Entry{}, fmt.Errorf("%w %d (this build reads version %d)", ErrCodecVersion, data[0], CodecVersion)
+		return nil, fmt.Errorf("%w %d (this build reads version %d)", ErrCodecVersion, data[0], CodecVersion)
 	}
 	d := decoder{b: data[1:]}
 	req := &spider.Request{}
@@ -209,26 +198,18 @@ func (c Codec) Decode(data []byte) (Entry, error) {
 			req.Meta[k] = d.value(0)
 		}
 	}
-	var scopes throttling.Scopes
-	if n := d.count(); n > 0 {
-		scopes = make(throttling.Scopes, n)
-		for i := range scopes {
-			scopes[i].Name = d.string()
-			scopes[i].Amount = math.Float64frombits(d.fixed64())
-		}
-	}
 	if d.err != nil {
-		return Entry{}, fmt.Errorf("%w: %v", ErrCorruptRecord, d.err)
+		return nil, fmt.Errorf("%w: %v", ErrCorruptRecord, d.err)
 	}
 	if len(d.b) != 0 {
-		return Entry{}, fmt.Errorf("%w: %d trailing bytes", ErrCorruptRecord, len(d.b))
+		return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorruptRecord, len(d.b))
 	}
 	u, err := spider.ParseURL(rawURL)
 	if err != nil {
-		return Entry{}, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
+		return nil, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
 	}
 	req.URL = u
-	return Entry{Req: req, Scopes: scopes}, nil
+	return req, nil
 }
 
 // Value tags of the meta encoding. Each Go type has its own tag so that a

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/throttling"
 )
 
 type testSpider struct{ spider.Base }
@@ -56,17 +55,16 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		in   Entry
-		want *spider.Request // nil means: in.Req with callbacks replaced by names
+		in   *spider.Request
 	}{
-		{"minimal", Entry{Req: spider.MustRequest("http://a.test/", nil)}, nil},
-		{"parse is the default", Entry{Req: spider.MustRequest("http://a.test/", sp.Parse)}, nil},
-		{"full", Entry{Req: full, Scopes: throttling.Scopes{{Name: "a.test", Amount: 0}, {Name: "api", Amount: 2.5}}}, nil},
-		{"restored names kept", Entry{Req: &spider.Request{URL: full.URL, CallbackName: "ParseBook", ErrbackName: "OnError"}}, nil},
+		{"minimal", spider.MustRequest("http://a.test/", nil)},
+		{"parse is the default", spider.MustRequest("http://a.test/", sp.Parse)},
+		{"full", full},
+		{"restored names kept", &spider.Request{URL: full.URL, CallbackName: "ParseBook", ErrbackName: "OnError"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := c.Encode(nil, tc.in)
+			b, err := c.Encode(tc.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,24 +72,21 @@ func TestCodecRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := tc.in.Req.Clone()
+			want := tc.in.Clone()
 			if err := spider.NameCallbacks(sp, want); err != nil {
 				t.Fatal(err)
 			}
 			want.Callback, want.Errback = nil, nil
-			if got.Req.URL.String() != want.URL.String() {
-				t.Errorf("URL = %s, want %s", got.Req.URL, want.URL)
+			if got.URL.String() != want.URL.String() {
+				t.Errorf("URL = %s, want %s", got.URL, want.URL)
 			}
-			got.Req.URL, want.URL = nil, nil
-			if !reflect.DeepEqual(got.Req, want) {
-				t.Errorf("request:\n got %#v\nwant %#v", got.Req, want)
-			}
-			if !reflect.DeepEqual(got.Scopes, tc.in.Scopes) {
-				t.Errorf("scopes = %v, want %v", got.Scopes, tc.in.Scopes)
+			got.URL, want.URL = nil, nil
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("request:\n got %#v\nwant %#v", got, want)
 			}
 			// The restored request resolves its callbacks on the spider.
-			restored := got.Req
-			restored.URL = tc.in.Req.URL
+			restored := got
+			restored.URL = tc.in.URL
 			if _, _, err := spider.Callbacks(sp, restored); err != nil {
 				t.Errorf("Callbacks: %v", err)
 			}
@@ -102,7 +97,7 @@ func TestCodecRoundTrip(t *testing.T) {
 func TestCodecAppendsToDst(t *testing.T) {
 	c := Codec{Spider: &testSpider{}}
 	prefix := []byte("key:")
-	b, err := c.Encode(prefix, Entry{Req: spider.MustRequest("http://a.test/x", nil)})
+	b, err := c.Append(prefix, spider.MustRequest("http://a.test/x", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +137,7 @@ func TestCodecRejects(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := []byte("keep")
-			b, err := c.Encode(dst, Entry{Req: tc.req})
+			b, err := c.Append(dst, tc.req)
 			if !errors.Is(err, ErrUnpersistable) {
 				t.Fatalf("err = %v, want ErrUnpersistable", err)
 			}
@@ -168,7 +163,7 @@ func TestCodecRejects(t *testing.T) {
 
 func TestCodecDecodeErrors(t *testing.T) {
 	c := Codec{Spider: &testSpider{}}
-	good, err := c.Encode(nil, Entry{Req: spider.MustRequest("http://a.test/", nil).Set("k", []any{"v"})})
+	good, err := c.Encode(spider.MustRequest("http://a.test/", nil).Set("k", []any{"v"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,14 +191,14 @@ func TestCodecDecodeErrors(t *testing.T) {
 
 func FuzzCodecDecode(f *testing.F) {
 	c := Codec{Spider: &testSpider{}}
-	b, _ := c.Encode(nil, Entry{Req: spider.MustRequest("http://a.test/", nil).Set("k", map[string]any{"a": []any{1.5}})})
+	b, _ := c.Encode(spider.MustRequest("http://a.test/", nil).Set("k", map[string]any{"a": []any{1.5}}))
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, err := c.Decode(data)
+		r, err := c.Decode(data)
 		if err != nil {
 			return
 		}
-		again, err := c.Encode(nil, e)
+		again, err := c.Encode(r)
 		if err != nil {
 			t.Fatalf("decoded entry does not re-encode: %v", err)
 		}
@@ -219,12 +214,11 @@ func BenchmarkCodec(b *testing.B) {
 	req := spider.MustRequest("https://www.example.com/catalogue/page-17.html", sp.ParseBook)
 	req.Depth = 4
 	req.Set("retry_times", 1)
-	e := Entry{Req: req, Scopes: throttling.Scopes{{Name: "www.example.com"}}}
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
 		var err error
-		buf, err = c.Encode(buf[:0], e)
+		buf, err = c.Append(buf[:0], req)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -233,4 +227,12 @@ func BenchmarkCodec(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(buf)), "bytes/req")
+}
+
+func TestCodecClosureWrapsErrNotMethod(t *testing.T) {
+	c := Codec{Spider: &testSpider{}}
+	r := spider.MustRequest("http://a.test/", func(context.Context, *spider.Response, spider.Output) error { return nil })
+	if _, err := c.Encode(r); !errors.Is(err, spider.ErrNotMethod) {
+		t.Fatalf("err = %v, want spider.ErrNotMethod (pqueue.Codec contract)", err)
+	}
 }
