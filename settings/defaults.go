@@ -12,7 +12,7 @@ func init() {
 		{Name: "ROBOTSTXT_OBEY", Type: Bool, Default: true, Doc: "Fetch robots.txt once per host and drop requests it disallows."},
 		{Name: "ROBOTSTXT_USER_AGENT", Type: String, Default: "", Doc: "User-agent matched against robots.txt rules; empty means the USER_AGENT's product token."},
 		{Name: "LOG_LEVEL", Type: String, Default: "INFO", Doc: "Minimum log level: DEBUG, INFO, WARNING, ERROR."},
-		{Name: "LOG_FORMAT", Type: String, Default: "console", Doc: "console (human-readable) or json (one JSON object per line)."},
+		{Name: "LOG_FORMAT", Type: String, Default: "auto", Doc: "auto (human-readable on a terminal, JSON otherwise), console (always human-readable) or json (one JSON object per line)."},
 		{Name: "LOG_FILE", Type: String, Default: "", Doc: "Write logs to this file instead of standard error."},
 
 		{Name: "CONCURRENT_REQUESTS", Type: NonNegative(Int), Default: 16, Doc: "Maximum number of requests in flight for the whole crawl (the global pool)."},

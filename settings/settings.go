@@ -264,8 +264,10 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Kind.Error())
-	b.WriteString(" ")
-	b.WriteString(e.Setting)
+	if e.Setting != "" {
+		b.WriteString(" ")
+		b.WriteString(e.Setting)
+	}
 	if e.Msg != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Msg)

@@ -1,0 +1,176 @@
+// Package cli is gocrawl's command line: `gocrawl run`, `list`, `settings`,
+// `version`, `new` and `demo`. The gocrawl binary is a thin main around it,
+// and a project gets the same command line for its own spiders with one
+// call:
+//
+//	func main() { cli.Main(&myspider.Spider{}) }
+//
+// Every command lives in a file named after it; a file adds its command to
+// the root with addCommand in an init function, so new commands need no
+// edit elsewhere.
+//
+// Exit status: 0 when the crawl ran (HTTP errors included), 2 for usage and
+// settings errors, 1 for fatal errors.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// Exit statuses.
+const (
+	ExitOK    = 0
+	ExitFatal = 1
+	ExitUsage = 2
+)
+
+// ExitError is an error with the exit status it causes.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// usageErr marks err as a usage or settings error (exit status 2).
+func usageErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ExitError{Code: ExitUsage, Err: err}
+}
+
+func usagef(format string, args ...any) error { return usageErr(fmt.Errorf(format, args...)) }
+
+// App is the state shared by the commands of one invocation.
+type App struct {
+	// Stdout receives command output (lists, settings, JSON).
+	Stdout io.Writer
+	// Stderr receives logs, errors and the end-of-crawl summary.
+	Stderr io.Writer
+	// Environ is the environment (os.Environ format) read for GOCRAWL_
+	// settings.
+	Environ []string
+	// Signals, when not nil, delivers interrupt requests (SIGINT, SIGTERM).
+	// Main wires it to the process signals.
+	Signals <-chan os.Signal
+
+	spiders map[string]spider.Spider
+}
+
+// Spider returns the registered spider called name, or a usage error that
+// lists the known names.
+func (a *App) Spider(name string) (spider.Spider, error) {
+	if sp, ok := a.spiders[name]; ok {
+		return sp, nil
+	}
+	known := a.SpiderNames()
+	if len(known) == 0 {
+		return nil, usagef("unknown spider %q: no spiders are registered in this program", name)
+	}
+	return nil, usagef("unknown spider %q; known spiders: %s (see `list`)", name, strings.Join(known, ", "))
+}
+
+// SpiderNames returns the registered spider names, sorted.
+func (a *App) SpiderNames() []string {
+	names := make([]string, 0, len(a.spiders))
+	for n := range a.spiders {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// commands holds the builders of the subcommands, added by each command's
+// file in an init function.
+var commands []func(*App) *cobra.Command
+
+// addCommand registers a subcommand builder.
+func addCommand(build func(*App) *cobra.Command) { commands = append(commands, build) }
+
+// Main runs the command line with os.Args, the process's signals and
+// environment, and exits with the command's status. Pass the spiders the
+// program offers:
+//
+//	func main() { cli.Main(&quotes.Spider{}, &books.Spider{}) }
+func Main(spiders ...spider.Spider) {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	app := &App{Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ(), Signals: sig}
+	os.Exit(app.run(context.Background(), os.Args[1:], spiders))
+}
+
+// Run runs the command line with args (without the program name), writing
+// to stdout and stderr, and returns the exit status. It reads the process
+// environment but not its signals; cancel ctx to stop a crawl gracefully.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer, spiders ...spider.Spider) int {
+	app := &App{Stdout: stdout, Stderr: stderr, Environ: os.Environ()}
+	return app.run(ctx, args, spiders)
+}
+
+func (a *App) run(ctx context.Context, args []string, spiders []spider.Spider) int {
+	a.spiders = map[string]spider.Spider{}
+	for _, sp := range spiders {
+		if sp == nil {
+			continue
+		}
+		if _, dup := a.spiders[sp.Name()]; dup {
+			fmt.Fprintf(a.Stderr, "gocrawl: two spiders are named %q; give each spider a unique Name()\n", sp.Name())
+			return ExitFatal
+		}
+		a.spiders[sp.Name()] = sp
+	}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitFatal
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		code = ee.Code
+	} else if isCobraUsage(err) {
+		code = ExitUsage
+	}
+	if !errors.Is(err, errReported) {
+		fmt.Fprintf(a.Stderr, "gocrawl: %s\n", indentLines(err.Error()))
+		if code == ExitUsage && isCobraUsage(err) {
+			fmt.Fprintln(a.Stderr, "Run 'gocrawl help' or 'gocrawl COMMAND --help' for usage.")
+		}
+	}
+	return code
+}
+
+// errReported is wrapped by errors whose message was already printed.
+var errReported = errors.New("reported")
+
+// isCobraUsage recognises cobra's own argument and command errors.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument",
+		"invalid argument", "accepts ", "requires at least", "requires at most", "if any flags in the group"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// indentLines indents the lines after the first, for multi-error messages.
+func indentLines(s string) string {
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}

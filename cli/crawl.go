@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/gocrawl/gocrawl/engine"
+	"github.com/gocrawl/gocrawl/feed"
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// settingsFlags are the --settings and -s flags shared by the commands
+// that load settings.
+type settingsFlags struct {
+	file      string
+	overrides []string
+}
+
+func (f *settingsFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.file, "settings", "", "settings `FILE` (default: ./gocrawl.yaml if it exists)")
+	cmd.Flags().StringArrayVarP(&f.overrides, "set", "s", nil, "set a setting, `NAME=VALUE` (VALUE is YAML); repeatable")
+}
+
+// load layers the settings for sp (which may be nil) and turns every
+// problem into one usage error listing them all.
+func (f *settingsFlags) load(a *App, sp spider.Spider) (*settings.Settings, error) {
+	opts := settings.LoadOptions{File: f.file, Environ: a.Environ, Overrides: f.overrides}
+	if sp != nil {
+		opts.SpiderName = sp.Name()
+		if p, ok := sp.(spider.SettingsProvider); ok {
+			opts.Spider = p.Settings()
+		}
+	}
+	s, err := settings.Load(opts)
+	if err != nil {
+		return nil, settingsErr(err)
+	}
+	return s, nil
+}
+
+// settingsErr formats settings problems one per line.
+func settingsErr(err error) error {
+	errs := settings.Errors(err)
+	if len(errs) == 1 {
+		return usageErr(errs[0])
+	}
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		lines[i] = e.Error()
+	}
+	return usagef("%d settings problems:\n%s", len(errs), strings.Join(lines, "\n"))
+}
+
+// parseArgs turns -a NAME=VALUE flags into a map.
+func parseArgs(pairs []string) (map[string]string, error) {
+	args := map[string]string{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, usagef("-a %q: expected NAME=VALUE, e.g. -a start_urls=https://example.com/", p)
+		}
+		args[k] = v
+	}
+	return args, nil
+}
+
+// applyArgs hands spider arguments to sp.
+func applyArgs(sp spider.Spider, args map[string]string) error {
+	if len(args) == 0 {
+		if r, ok := sp.(spider.ArgsReceiver); ok {
+			if err := r.SetArgs(args); err != nil {
+				return usagef("spider %s: %v", sp.Name(), err)
+			}
+		}
+		return nil
+	}
+	r, ok := sp.(spider.ArgsReceiver)
+	if !ok {
+		return usagef("spider %s takes no arguments (-a); it does not implement spider.ArgsReceiver", sp.Name())
+	}
+	if err := r.SetArgs(args); err != nil {
+		return usagef("spider %s: %v", sp.Name(), err)
+	}
+	return nil
+}
+
+// crawlSpec is one crawl: a spider whose arguments are applied, its
+// settings and its feed exports.
+type crawlSpec struct {
+	Spider   spider.Spider
+	Settings *settings.Settings
+	Feeds    []*feed.Exporter
+	Log      zerolog.Logger
+	// Options are passed to the engine; Log and the feeds are added.
+	Options engine.Options
+}
+
+// crawl runs spec to the end, turning process signals into a graceful stop
+// then an abort, and returns the engine's result.
+func (a *App) crawl(ctx context.Context, spec crawlSpec) (*engine.Result, error) {
+	opts := spec.Options
+	opts.Log = spec.Log
+	opts.Pipelines = append(opts.Pipelines, feed.Pipelines(spec.Feeds...)...)
+	e, err := engine.New(spec.Spider, spec.Settings, opts)
+	if err != nil {
+		return nil, usagef("cannot start spider %s: %v", spec.Spider.Name(), err)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	if a.Signals != nil {
+		go func() {
+			n := 0
+			for {
+				select {
+				case <-done:
+					return
+				case sig := <-a.Signals:
+					n++
+					if n == 1 {
+						spec.Log.Warn().Str("signal", sig.String()).
+							Msg("shutting down gracefully: in-flight requests finish, exports are closed; press Ctrl-C again to abort")
+						e.Stop("shutdown")
+					} else {
+						spec.Log.Warn().Str("signal", sig.String()).Msg("aborting: in-flight requests are cancelled")
+						e.Abort()
+					}
+				}
+			}
+		}()
+	}
+	res, err := e.Run(ctx)
+	if err != nil && res == nil {
+		return nil, fmt.Errorf("crawl of %s failed: %w", spec.Spider.Name(), err)
+	}
+	if err != nil {
+		spec.Log.Error().Err(err).Msg("errors while closing the crawl")
+	}
+	return res, err
+}
+
+// buildFeeds returns the exporters of the FEEDS setting plus those of -o
+// (append) and -O (overwrite) with format from -t or the extension.
+func buildFeeds(s *settings.Settings, appendTo, overwrite []string, format string) ([]*feed.Exporter, error) {
+	if len(appendTo) > 0 && len(overwrite) > 0 {
+		return nil, usagef("use -o FILE (append) or -O FILE (overwrite), not both")
+	}
+	exs, err := feed.FromSettings(s)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	var f feed.Format
+	if format != "" {
+		if f, err = feed.ParseFormat(format); err != nil {
+			return nil, usagef("-t: %v", err)
+		}
+	}
+	add := func(path string, over bool) error {
+		o := feed.Options{Format: f, Overwrite: over, Fields: s.Strings("FEED_EXPORT_FIELDS"), Indent: s.Int("FEED_EXPORT_INDENT")}
+		flag := "-o"
+		if over {
+			flag = "-O"
+		}
+		if path == "-" {
+			if f == "" {
+				return usagef("-o -: name the format of standard output with -t jsonl|json|csv")
+			}
+			ex, err := feed.NewWriter(os.Stdout, o)
+			if err != nil {
+				return usagef("%s -: %v", flag, err)
+			}
+			exs = append(exs, ex)
+			return nil
+		}
+		ex, err := feed.New(path, o)
+		if err != nil {
+			return usagef("%s %s: %v", flag, path, err)
+		}
+		exs = append(exs, ex)
+		return nil
+	}
+	for _, p := range appendTo {
+		if err := add(p, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range overwrite {
+		if err := add(p, true); err != nil {
+			return nil, err
+		}
+	}
+	if format != "" && len(appendTo)+len(overwrite) == 0 {
+		return nil, usagef("-t %s needs an output file: -o FILE or -O FILE", format)
+	}
+	return exs, nil
+}
+
+// logDeprecated warns about deprecated settings in use.
+func logDeprecated(log zerolog.Logger, s *settings.Settings) {
+	for _, msg := range s.Deprecated() {
+		log.Warn().Msg(msg)
+	}
+}
+
+var errCrawlFailed = errors.New("the crawl stopped on an error")

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func init() { addCommand(runCommand) }
+
+func runCommand(a *App) *cobra.Command {
+	var (
+		sf        settingsFlags
+		args      []string
+		appendTo  []string
+		overwrite []string
+		format    string
+	)
+	cmd := &cobra.Command{
+		Use:   "run SPIDER",
+		Short: "Run a spider",
+		Long: `Run a spider until it has nothing left to crawl.
+
+Spider arguments (-a NAME=VALUE) go to the spider; settings (-s NAME=VALUE)
+override the settings file, the spider's settings and GOCRAWL_ variables.
+Items are written to -o FILE (appended) or -O FILE (overwritten) as they
+arrive, in the format of the file's extension (.jsonl, .json, .csv) or -t.
+
+The first Ctrl-C stops scheduling and lets in-flight requests finish; a
+second one aborts them.`,
+		Example: `  gocrawl run follow -a start_urls=https://example.com/ -a max_depth=2 -O pages.jsonl
+  gocrawl run quotes -s DOWNLOAD_DELAY=0.5 -o quotes.csv`,
+		Args: exactArgs(1, "one spider name"),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			sp, err := a.Spider(pos[0])
+			if err != nil {
+				return err
+			}
+			spArgs, err := parseArgs(args)
+			if err != nil {
+				return err
+			}
+			if err := applyArgs(sp, spArgs); err != nil {
+				return err
+			}
+			s, err := sf.load(a, sp)
+			if err != nil {
+				return err
+			}
+			feeds, err := buildFeeds(s, appendTo, overwrite, format)
+			if err != nil {
+				return err
+			}
+			log, closeLog, err := newLogger(s, a.Stderr)
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			logDeprecated(log, s)
+			res, err := a.crawl(cmd.Context(), crawlSpec{Spider: sp, Settings: s, Feeds: feeds, Log: log})
+			if res == nil {
+				return err
+			}
+			if s.Bool("STATS_DUMP") {
+				writeSummary(a.Stderr, sp.Name(), res)
+			}
+			if err != nil {
+				return err
+			}
+			if res.Reason == "scheduler_error" {
+				return errCrawlFailed
+			}
+			return nil
+		},
+	}
+	sf.add(cmd)
+	f := cmd.Flags()
+	f.StringArrayVarP(&args, "arg", "a", nil, "spider argument `NAME=VALUE`; repeatable")
+	f.StringArrayVarP(&appendTo, "output", "o", nil, "append items to `FILE` (.jsonl, .json, .csv; - for stdout with -t)")
+	f.StringArrayVarP(&overwrite, "overwrite-output", "O", nil, "write items to `FILE`, replacing it")
+	f.StringVarP(&format, "format", "t", "", "export `FORMAT` (jsonl, json, csv) when the extension does not say")
+	return cmd
+}
