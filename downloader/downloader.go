@@ -365,3 +365,10 @@ func classify(ctx context.Context, req *spider.Request, err error) error {
 	}
 	return &Error{Kind: ErrDownloadFailed, URL: u, Err: err}
 }
+
+// Close closes the idle connections of the downloader's transport. The
+// engine calls it when a crawl ends; a Downloader may still be used
+// afterwards (new connections are opened as needed).
+func (d *Downloader) Close() {
+	d.client.CloseIdleConnections()
+}

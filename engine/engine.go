@@ -103,6 +103,14 @@ type Engine struct {
 	stopCh   chan string
 	abortCtx context.Context // cancelled by Abort: in-flight downloads stop
 	abort    context.CancelFunc
+	aborted  atomic.Bool
+	// stopCtx is cancelled by Stop (and Abort): jobs still waiting for
+	// throttling admission give up their slot instead of starting.
+	stopCtx context.Context
+	stopNow context.CancelFunc
+
+	// CLOSESPIDER_* limits, read once (0 = off).
+	closeItems, closePages, closeErrors int64
 
 	items, pages, errs atomic.Int64
 	waitingAdmission   atomic.Int64
@@ -143,6 +151,10 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 		stopCh:      make(chan string, 1),
 	}
 	e.abortCtx, e.abort = context.WithCancel(context.Background())
+	e.stopCtx, e.stopNow = context.WithCancel(e.abortCtx)
+	e.closeItems = int64(s.Int("CLOSESPIDER_ITEMCOUNT"))
+	e.closePages = int64(s.Int("CLOSESPIDER_PAGECOUNT"))
+	e.closeErrors = int64(s.Int("CLOSESPIDER_ERRORCOUNT"))
 
 	dopts := downloader.OptionsFromSettings(s)
 	dopts.Log = opts.Log
@@ -188,13 +200,17 @@ func (e *Engine) Throttler() *throttling.Throttler { return e.thr }
 // in-flight requests and their callbacks finish, then Run returns with
 // reason. Later calls are ignored. Safe to call from any goroutine.
 func (e *Engine) Stop(reason string) {
-	e.stopOnce.Do(func() { e.stopCh <- reason })
+	e.stopOnce.Do(func() {
+		e.stopNow()
+		e.stopCh <- reason
+	})
 }
 
 // Abort cancels in-flight downloads; Run returns as soon as their workers
 // finish. Requests cut short are not acknowledged, so a persistent queue
 // keeps them for the next run.
 func (e *Engine) Abort() {
+	e.aborted.Store(true)
 	e.Stop("aborted")
 	e.abort()
 }
@@ -208,11 +224,18 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	// Work (downloads, callbacks) must survive a graceful stop: only Abort
 	// cancels it. ctx's cancellation is watched by the loop instead.
 	cctx := spider.WithCrawler(context.WithoutCancel(ctx), e.crawler)
+	// The work context of downloads and callbacks: it keeps ctx's values
+	// and is cancelled by Abort only.
+	wctx, cancelWork := mergeCancel(cctx, e.abortCtx)
+	defer cancelWork()
 
 	if err := e.open(cctx); err != nil {
 		return nil, err
 	}
-	reason := e.loop(cctx, ctx.Done())
+	reason := e.loop(wctx, ctx.Done())
+	if e.aborted.Load() {
+		reason = "aborted"
+	}
 	elapsed := e.clock.Now().Sub(start)
 	e.finishStats(elapsed, reason)
 	closeErr := e.close(context.WithoutCancel(cctx), reason)
@@ -250,6 +273,7 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 	if err := e.sched.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("closing scheduler: %w", err))
 	}
+	e.dl.Close()
 	if c, ok := e.sp.(spider.Closer); ok {
 		if err := c.Close(ctx, reason); err != nil {
 			errs = append(errs, fmt.Errorf("closing spider: %w", err))
@@ -266,6 +290,13 @@ func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
 	defer stopStarts()
 	startsDone := false
 	lowWater := max(4*e.maxInflight, 256)
+	// Callbacks run after their slot is freed; cap how many jobs may be
+	// between download and acknowledgement so that slow callbacks slow the
+	// crawl down instead of piling up responses in memory.
+	maxActive := 0
+	if e.maxInflight > 0 {
+		maxActive = 2*e.maxInflight + 16
+	}
 
 	inflight := 0 // downloads holding a global slot
 	active := 0   // jobs not yet finished (download + callback)
@@ -301,7 +332,7 @@ func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
 
 		// 2. Start as many requests as slots, start rate and scopes allow.
 		var wake time.Duration
-		for stopping == "" && (e.maxInflight == 0 || inflight < e.maxInflight) {
+		for stopping == "" && (e.maxInflight == 0 || inflight < e.maxInflight) && (maxActive == 0 || active < maxActive) {
 			now := e.clock.Now()
 			if w := e.starts.Wait(now); w > 0 {
 				wake = w
@@ -411,14 +442,15 @@ func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 	defer func() {
 		e.events <- event{kind: evFinished, job: job, ack: ack}
 	}()
-	dctx, cancel := mergeCancel(ctx, e.abortCtx)
-	defer cancel()
+	dctx := ctx // cancelled by Abort
 
 	if !job.Admitted {
 		// Engine-gated mode: wait for the scopes while holding the slot.
 		n := e.waitingAdmission.Add(1)
 		e.warnDelayed(n)
-		sentAt, err := e.thr.Admit(dctx, job.Scopes)
+		// A graceful stop cancels the wait: the request has not started
+		// yet, so it stays queued (unacknowledged) for a later run.
+		sentAt, err := e.thr.Admit(e.stopCtx, job.Scopes)
 		e.waitingAdmission.Add(-1)
 		if err != nil {
 			e.events <- event{kind: evDownloaded}
@@ -450,9 +482,10 @@ func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 		}
 	case err != nil:
 		e.failed(ctx, job.Req, err, out)
+	case res == nil:
+		e.failed(ctx, job.Req, errors.New("engine: a downloader middleware returned neither a response nor an error"), out)
 	default:
-		e.pages.Add(1)
-		if n := e.set.Int("CLOSESPIDER_PAGECOUNT"); n > 0 && e.pages.Load() >= int64(n) {
+		if n := e.pages.Add(1); e.closePages > 0 && n >= e.closePages {
 			e.Stop("closespider_pagecount")
 		}
 		if herr := e.handle.Handle(ctx, res, out); herr != nil {
@@ -567,16 +600,19 @@ func (e *Engine) warnDelayed(n int64) {
 // callback is the innermost spider handler: the request's callback, with
 // panics turned into errors carrying the stack.
 func (e *Engine) callback(ctx context.Context, res *spider.Response, out spider.Output) (err error) {
-	cb, _, err := spider.Callbacks(e.sp, res.Request)
-	if err != nil {
-		return err
-	}
 	defer func() {
 		if v := recover(); v != nil {
 			e.stats.Inc("spider_exceptions/panic", 1)
 			err = &CallbackPanic{Value: v, Stack: debug.Stack()}
 		}
 	}()
+	if res == nil || res.Request == nil {
+		return errors.New("engine: a middleware passed on a response without its request")
+	}
+	cb, _, err := spider.Callbacks(e.sp, res.Request)
+	if err != nil {
+		return err
+	}
 	return cb(ctx, res, out)
 }
 
@@ -601,7 +637,7 @@ func (e *Engine) callbackError(ctx context.Context, res *spider.Response, err er
 		ev = ev.Str("stack", string(p.Stack))
 	}
 	ev.Msg("callback failed")
-	if n := e.set.Int("CLOSESPIDER_ERRORCOUNT"); n > 0 && e.errs.Add(1) >= int64(n) {
+	if n := e.errs.Add(1); e.closeErrors > 0 && n >= e.closeErrors {
 		e.Stop("closespider_errorcount")
 	}
 }
@@ -661,7 +697,7 @@ func (e *Engine) processItem(ctx context.Context, item any) {
 		}
 	}
 	e.stats.Inc("item_scraped_count", 1)
-	if n := e.set.Int("CLOSESPIDER_ITEMCOUNT"); n > 0 && e.items.Add(1) >= int64(n) {
+	if n := e.items.Add(1); e.closeItems > 0 && n >= e.closeItems {
 		e.Stop("closespider_itemcount")
 	}
 }
