@@ -1,0 +1,586 @@
+package pqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
+)
+
+func init() {
+	Register("ThrottlingAwarePriorityQueue", func(d Deps) (PriorityQueue, error) {
+		return NewThrottlingAware(d.Store, d.Gate, d.Log)
+	})
+}
+
+// ThrottlingAware is the throttling-aware priority queue
+// ("ThrottlingAwarePriorityQueue"): Pop only yields a request whose every
+// throttling scope can send now, and records the send with the Gate, so a
+// request waiting on a throttled scope never holds a concurrency slot and
+// never delays requests of other scopes.
+//
+// Among ready requests it yields the highest priority; ties go to the
+// request using the larger share of its scopes' available quota (when the
+// Gate is a QuotaSharer), then round-robin across sub-queues (the least
+// recently served first), then first in, first out.
+//
+// Every Push and Pop costs O(log n) in queued requests and scopes: the
+// queue keeps an in-memory index of sub-queue heads (requests with the same
+// scopes share a sub-queue) and of the scopes that block them, and it
+// learns about scope changes from Gate.Watch instead of scanning. See
+// docs/architecture.md, "Scheduler", for the data structures.
+type ThrottlingAware struct {
+	store Store
+	gate  Gate
+	share QuotaSharer
+	log   zerolog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	groups map[string]*group      // non-empty sub-queues by name
+	scopes map[string]*scopeState // scopes with parked groups or holds
+	ready  groupHeap              // groups believed ready (checked again when on top)
+	timers timerHeap              // scopes blocked by a delay, by when they are ready
+	due    time.Time              // earliest NotBefore in the store's delayed set
+	hasDue bool
+	stamp  uint64 // round-robin clock: incremented on every send
+	// reserved maps popped, unacknowledged entries to their sub-queue, for
+	// Nack (bounded by the requests in flight).
+	reserved map[ID]string
+
+	dirtyMu  sync.Mutex
+	dirty    []string // scopes changed since the last Pop (from Watch)
+	dirtySet map[string]struct{}
+	spare    []string
+}
+
+// where a group is.
+const (
+	inNone = iota
+	inReady
+	parked
+)
+
+// group is a non-empty sub-queue: requests sharing the same scope names.
+type group struct {
+	key    string
+	head   Info    // the store's best entry of the sub-queue
+	share  float64 // quota share of the head, when last indexed
+	served uint64  // stamp of the last send (0 = never): round-robin
+	where  int8
+	idx    int         // index in the heap it is in
+	at     *scopeState // the scope it is parked at, when parked
+	// wokenBy is the scope whose readiness moved the group to the ready
+	// heap; when the group turns out blocked elsewhere, that scope must
+	// offer its slot to its next waiter.
+	wokenBy *scopeState
+	// passed is set when the group was woken but found blocked by another
+	// scope's concurrency: the first sign of starvation.
+	passed bool
+	// holds are the scopes reserved for this group while it waits for
+	// the others (multi-scope starvation guard).
+	holds []*scopeState
+}
+
+func (g *group) holder() bool { return len(g.holds) > 0 }
+
+// scopeState is the queue's knowledge of one scope that blocks at least
+// one sub-queue or is held for one.
+type scopeState struct {
+	name    string
+	waiting groupHeap // groups parked here, best first
+	holders int       // holders among waiting
+	heldBy  *group    // group this scope is reserved for, if any
+	timer   int       // index in timers, -1 when not there
+	readyAt time.Time // when the scope is expected ready for its top waiter
+}
+
+// NewThrottlingAware returns a throttling-aware queue over store, asking
+// gate about scopes. It returns an error when gate is nil.
+func NewThrottlingAware(store Store, gate Gate, log zerolog.Logger) (*ThrottlingAware, error) {
+	if gate == nil {
+		return nil, errors.New("ThrottlingAwarePriorityQueue: needs the throttler (Deps.Gate is nil)")
+	}
+	if store == nil {
+		store = NewMemoryStore()
+	}
+	q := &ThrottlingAware{store: store, gate: gate, log: log,
+		groups: map[string]*group{}, reserved: map[ID]string{}, scopes: map[string]*scopeState{}, dirtySet: map[string]struct{}{}}
+	q.share, _ = gate.(QuotaSharer)
+	gate.Watch(q.markDirty)
+	return q, nil
+}
+
+// markDirty is the Watch callback: it runs under the throttler's lock, so
+// it only records the scope for the next Pop.
+func (q *ThrottlingAware) markDirty(scope string) {
+	q.dirtyMu.Lock()
+	if _, ok := q.dirtySet[scope]; !ok {
+		q.dirtySet[scope] = struct{}{}
+		q.dirty = append(q.dirty, scope)
+	}
+	q.dirtyMu.Unlock()
+}
+
+// Open implements PriorityQueue: it opens the store and indexes the head
+// of every sub-queue.
+func (q *ThrottlingAware) Open(ctx context.Context) error {
+	if err := q.store.Open(ctx); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = false
+	if err := q.store.Queues(ctx, func(name string) error { return q.refreshGroup(ctx, name) }); err != nil {
+		return err
+	}
+	return q.refreshDue(ctx)
+}
+
+// Push implements PriorityQueue.
+func (q *ThrottlingAware) Push(ctx context.Context, now time.Time, req *spider.Request, scopes throttling.Scopes, priority int) (ID, error) {
+	if len(scopes) == 0 {
+		return 0, fmt.Errorf("request %s: no throttling scopes", req)
+	}
+	nb, err := notBefore(now, req)
+	if err != nil {
+		return 0, err
+	}
+	e := &Entry{Info: Info{Queue: scopes.Key(), Priority: priority, Scopes: scopes, NotBefore: nb}, Req: req}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return 0, ErrClosed
+	}
+	if err := q.store.Push(ctx, e); err != nil {
+		return 0, err
+	}
+	if !nb.IsZero() {
+		if !q.hasDue || nb.Before(q.due) {
+			q.due, q.hasDue = nb, true
+		}
+		return e.ID, nil
+	}
+	g := q.groups[e.Queue]
+	if g == nil {
+		g = &group{key: e.Queue, head: e.Info}
+		q.groups[e.Queue] = g
+		q.toReady(g)
+		return e.ID, nil
+	}
+	if e.Priority > g.head.Priority {
+		q.setHead(g, e.Info)
+	}
+	return e.ID, nil
+}
+
+// Pop implements PriorityQueue.
+func (q *ThrottlingAware) Pop(ctx context.Context, now time.Time) (*Popped, time.Duration, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil, 0, ErrClosed
+	}
+	if q.hasDue && !q.due.After(now) {
+		infos, err := q.store.PromoteDue(ctx, now)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, in := range infos {
+			if err := q.refreshGroup(ctx, in.Queue); err != nil {
+				return nil, 0, err
+			}
+		}
+		if err := q.refreshDue(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
+	q.processDirty(now)
+	for len(q.timers) > 0 && !q.timers[0].readyAt.After(now) {
+		q.refreshScope(now, q.timers[0])
+	}
+
+	for len(q.ready) > 0 {
+		g := q.ready[0]
+		ok, at, wait := q.evaluate(now, g)
+		if !ok {
+			q.park(now, g, at, wait, g.wokenBy != nil)
+			continue
+		}
+		e, err := q.store.Reserve(ctx, g.key)
+		if err != nil {
+			return nil, 0, err
+		}
+		if e.ID != g.head.ID {
+			return nil, 0, fmt.Errorf("pqueue: store returned entry %d from %q, its head was %d (store modified behind the queue?)", e.ID, g.key, g.head.ID)
+		}
+		q.detach(g)
+		q.release(g)
+		g.passed = false
+		q.reserved[e.ID] = g.key
+		q.stamp++
+		g.served = q.stamp
+		q.gate.Sent(now, e.Scopes)
+		if err := q.refreshGroup(ctx, g.key); err != nil {
+			return nil, 0, err
+		}
+		clearDelay(e.Req)
+		return &Popped{ID: e.ID, Req: e.Req, Scopes: e.Scopes, Admitted: true, SentAt: now}, 0, nil
+	}
+	return nil, q.wake(now), nil
+}
+
+// wake says when asking again is useful: the earliest time a delay-blocked
+// scope or a delayed request becomes ready, or 0 for "when a slot frees".
+func (q *ThrottlingAware) wake(now time.Time) time.Duration {
+	var at time.Time
+	if len(q.timers) > 0 {
+		at = q.timers[0].readyAt
+	}
+	if q.hasDue && (at.IsZero() || q.due.Before(at)) {
+		at = q.due
+	}
+	if at.IsZero() {
+		return 0
+	}
+	return max(at.Sub(now), time.Nanosecond)
+}
+
+// processDirty re-evaluates the scopes the throttler reported as changed.
+func (q *ThrottlingAware) processDirty(now time.Time) {
+	q.dirtyMu.Lock()
+	names := q.dirty
+	q.dirty = q.spare[:0]
+	clear(q.dirtySet)
+	q.dirtyMu.Unlock()
+	for _, n := range names {
+		if st := q.scopes[n]; st != nil {
+			q.refreshScope(now, st)
+		}
+	}
+	q.spare = names[:0]
+}
+
+// refreshScope offers scope st to its best waiter if st is ready for it,
+// or sets its timer. At most one waiter at a time is moved to the ready
+// heap: when it is sent the throttler reports st again, when it turns out
+// blocked elsewhere park() refreshes st again.
+func (q *ThrottlingAware) refreshScope(now time.Time, st *scopeState) {
+	for len(st.waiting) > 0 {
+		top := st.waiting[0]
+		if st.heldBy != nil && st.heldBy != top {
+			q.stopTimer(st) // the hold's release refreshes st
+			return
+		}
+		w := q.gate.ScopeWait(now, st.name, amountOf(top.head.Scopes, st.name))
+		switch {
+		case w == throttling.UntilSlotFree:
+			q.stopTimer(st) // a completion will report st
+			return
+		case w > 0:
+			q.setTimer(st, now.Add(w))
+			return
+		}
+		q.detach(top)
+		ok, at, wait := q.evaluate(now, top)
+		if ok {
+			top.wokenBy = st
+			q.toReady(top)
+			q.stopTimer(st)
+			return
+		}
+		if at == st {
+			// Not ready for top after all (a hold or a quota): wait for
+			// the next report or for the timer park sets.
+			q.stopTimer(st)
+			q.park(now, top, at, wait, true)
+			return
+		}
+		q.park(now, top, at, wait, true)
+	}
+	q.stopTimer(st)
+	q.forget(st)
+}
+
+// holdBlock is the wait reported by evaluate for a scope reserved for
+// another group: it clears when the holder is sent or gives up.
+const holdBlock time.Duration = -1
+
+// evaluate reports whether every scope of g's head can send now; if not,
+// the scope to park g at and its wait (a delay, UntilSlotFree or
+// holdBlock). Scopes held for another group, or awaited by holders while g
+// is not one, block g.
+func (q *ThrottlingAware) evaluate(now time.Time, g *group) (bool, *scopeState, time.Duration) {
+	var worst string
+	var worstWait time.Duration
+	for _, sc := range g.head.Scopes {
+		if st := q.scopes[sc.Name]; st != nil {
+			if (st.heldBy != nil && st.heldBy != g) || (st.holders > 0 && !g.holder()) {
+				return false, st, holdBlock
+			}
+		}
+		if w := q.gate.ScopeWait(now, sc.Name, sc.Amount); w > worstWait {
+			worst, worstWait = sc.Name, w
+		}
+	}
+	if worstWait == 0 {
+		return true, nil, 0
+	}
+	return false, q.scope(worst), worstWait
+}
+
+// park puts g in the waiting heap of at, which blocks it for wait. woken
+// says g was just offered a free scope (by refreshScope, or by being in the
+// ready heap because of one).
+func (q *ThrottlingAware) park(now time.Time, g *group, at *scopeState, wait time.Duration, woken bool) {
+	prev := q.detach(g)
+	from := g.wokenBy
+	g.wokenBy = nil
+	if len(g.head.Scopes) > 1 {
+		q.guardStarvation(now, g, woken, wait)
+	}
+	g.where, g.at = parked, at
+	g.share = q.shareOf(g.head)
+	at.waiting.push(g)
+	if g.holder() {
+		at.holders++
+	}
+	if wait > 0 && wait != throttling.UntilSlotFree {
+		if t := now.Add(wait); at.timer < 0 || t.Before(at.readyAt) {
+			q.setTimer(at, t)
+		}
+	}
+	if prev != nil && prev != at {
+		q.forget(prev)
+	}
+	if from != nil && from != at {
+		// The scope that woke g is still free: offer it to its next waiter.
+		q.refreshScope(now, from)
+	}
+}
+
+// guardStarvation keeps a multi-scope group from being passed over
+// forever by single-scope requests of one of its scopes. A group woken by
+// a free scope but blocked by another scope's concurrency is marked; the
+// second time, it reserves its free scopes (they serve nobody else) until
+// a slot frees in the scope it waits for, where holders go first. A group
+// blocked by a delay releases its holds: a delay is no reason to keep
+// other scopes idle.
+func (q *ThrottlingAware) guardStarvation(now time.Time, g *group, woken bool, wait time.Duration) {
+	if wait != throttling.UntilSlotFree {
+		q.release(g)
+		return
+	}
+	if !woken {
+		return
+	}
+	if !g.passed {
+		g.passed = true
+		return
+	}
+	for _, sc := range g.head.Scopes {
+		if st := q.scopes[sc.Name]; st != nil && (st.heldBy != nil || st.holders > 0) {
+			continue
+		}
+		if q.gate.ScopeWait(now, sc.Name, sc.Amount) == 0 {
+			st := q.scope(sc.Name)
+			st.heldBy = g
+			g.holds = append(g.holds, st)
+		}
+	}
+}
+
+// release gives up g's holds and offers the scopes to their waiters.
+func (q *ThrottlingAware) release(g *group) {
+	if len(g.holds) == 0 {
+		return
+	}
+	holds := g.holds
+	g.holds = nil
+	for _, st := range holds {
+		if st.heldBy == g {
+			st.heldBy = nil
+		}
+		q.markDirty(st.name)
+		if len(st.waiting) == 0 {
+			q.forget(st)
+		}
+	}
+}
+
+// shareOf returns the quota share of a head: the largest among its scopes.
+func (q *ThrottlingAware) shareOf(in Info) float64 {
+	if q.share == nil {
+		return 0
+	}
+	var s float64
+	for _, sc := range in.Scopes {
+		if sc.Amount > 0 {
+			s = max(s, q.share.QuotaShare(sc.Name, sc.Amount))
+		}
+	}
+	return s
+}
+
+// toReady puts g in the ready heap.
+func (q *ThrottlingAware) toReady(g *group) {
+	q.detach(g)
+	g.share = q.shareOf(g.head)
+	g.where = inReady
+	q.ready.push(g)
+}
+
+// detach takes g out of whichever heap it is in and returns the scope it
+// was parked at, if any (callers forget it once done with it).
+func (q *ThrottlingAware) detach(g *group) *scopeState {
+	var at *scopeState
+	switch g.where {
+	case inReady:
+		q.ready.remove(g)
+	case parked:
+		at = g.at
+		at.waiting.remove(g)
+		if g.holder() {
+			at.holders--
+		}
+		g.at = nil
+		if len(at.waiting) == 0 {
+			q.stopTimer(at)
+		}
+	}
+	g.where = inNone
+	return at
+}
+
+// setHead changes g's head and fixes its place.
+func (q *ThrottlingAware) setHead(g *group, in Info) {
+	g.head = in
+	switch g.where {
+	case inReady:
+		q.ready.fix(g)
+	case parked:
+		g.at.waiting.fix(g)
+	}
+}
+
+// refreshGroup reads the head of sub-queue name from the store and
+// re-indexes it: a new or changed head goes to the ready heap to be
+// checked on the next Pop; an empty sub-queue is forgotten.
+func (q *ThrottlingAware) refreshGroup(ctx context.Context, name string) error {
+	h, ok, err := q.store.Head(ctx, name)
+	if err != nil {
+		return err
+	}
+	g := q.groups[name]
+	if !ok {
+		if g != nil {
+			if at := q.detach(g); at != nil {
+				q.forget(at)
+			}
+			q.release(g)
+			delete(q.groups, name)
+		}
+		return nil
+	}
+	if g == nil {
+		g = &group{key: name}
+		q.groups[name] = g
+	}
+	g.head = h
+	if g.where != parked {
+		q.toReady(g)
+	} else {
+		g.at.waiting.fix(g)
+	}
+	return nil
+}
+
+func (q *ThrottlingAware) refreshDue(ctx context.Context) error {
+	due, ok, err := q.store.NextDue(ctx)
+	if err != nil {
+		return err
+	}
+	q.due, q.hasDue = due, ok
+	return nil
+}
+
+// scope returns the state of name, creating it.
+func (q *ThrottlingAware) scope(name string) *scopeState {
+	st := q.scopes[name]
+	if st == nil {
+		st = &scopeState{name: name, timer: -1}
+		q.scopes[name] = st
+	}
+	return st
+}
+
+// forget drops st when nothing refers to it any more.
+func (q *ThrottlingAware) forget(st *scopeState) {
+	if len(st.waiting) == 0 && st.heldBy == nil && st.timer < 0 && q.scopes[st.name] == st {
+		delete(q.scopes, st.name)
+	}
+}
+
+func (q *ThrottlingAware) setTimer(st *scopeState, at time.Time) {
+	st.readyAt = at
+	if st.timer < 0 {
+		q.timers.push(st)
+	} else {
+		q.timers.fix(st)
+	}
+}
+
+func (q *ThrottlingAware) stopTimer(st *scopeState) {
+	if st.timer >= 0 {
+		q.timers.remove(st)
+	}
+}
+
+// Ack implements PriorityQueue.
+func (q *ThrottlingAware) Ack(ctx context.Context, id ID) error {
+	q.mu.Lock()
+	delete(q.reserved, id)
+	q.mu.Unlock()
+	return q.store.Ack(ctx, id)
+}
+
+// Nack implements PriorityQueue: the request goes back to its sub-queue.
+func (q *ThrottlingAware) Nack(ctx context.Context, id ID) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.store.Nack(ctx, id); err != nil {
+		return err
+	}
+	name, ok := q.reserved[id]
+	if !ok {
+		return nil
+	}
+	delete(q.reserved, id)
+	return q.refreshGroup(ctx, name)
+}
+
+// Len implements PriorityQueue.
+func (q *ThrottlingAware) Len() int { return q.store.Len() }
+
+// Close implements PriorityQueue.
+func (q *ThrottlingAware) Close(ctx context.Context) error {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	return q.store.Close(ctx)
+}
+
+func amountOf(scopes throttling.Scopes, name string) float64 {
+	for _, s := range scopes {
+		if s.Name == name {
+			return s.Amount
+		}
+	}
+	return 0
+}

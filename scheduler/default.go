@@ -1,0 +1,134 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/gocrawl/gocrawl/dupefilter"
+	"github.com/gocrawl/gocrawl/pqueue"
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// Names of the registered schedulers (values of the SCHEDULER setting).
+const (
+	// ThrottlingAware yields only requests whose throttling scopes are
+	// ready (the default): a throttled host never holds a slot.
+	ThrottlingAware = "ThrottlingAwareScheduler"
+	// EngineGated yields requests in priority order and lets the engine
+	// wait for their scopes while holding a slot (the spec's default mode,
+	// kept for comparison).
+	EngineGated = "Scheduler"
+)
+
+// StatDepthLimited counts requests dropped because their depth exceeds
+// DEPTH_LIMIT.
+const StatDepthLimited = "scheduler/depth_limited"
+
+func init() {
+	Register(ThrottlingAware, func(d Deps) (Scheduler, error) { return newScheduler(d, false) })
+	Register(EngineGated, func(d Deps) (Scheduler, error) { return newScheduler(d, true) })
+}
+
+// scheduler is both registered schedulers: a dupefilter, the depth rules
+// and a priority queue. They differ only in the queue: the engine-gated
+// Scheduler replaces the (default) ThrottlingAwarePriorityQueue by the
+// plain PriorityQueue, so that switching SCHEDULER alone switches modes.
+type scheduler struct {
+	d          Deps
+	q          pqueue.PriorityQueue
+	filter     *dupefilter.Filter
+	depthLimit int
+	depthPrio  int
+	debug      bool
+}
+
+func newScheduler(d Deps, gated bool) (Scheduler, error) {
+	st, err := openStorage(d)
+	if err != nil {
+		return nil, err
+	}
+	name := d.Settings.String("SCHEDULER_PRIORITY_QUEUE")
+	if gated && name == "ThrottlingAwarePriorityQueue" {
+		name = "PriorityQueue"
+	}
+	q, err := pqueue.New(name, pqueue.Deps{Store: st.Queue, Gate: d.Gate, Clock: d.Clock, Log: d.Log, Settings: d.Settings})
+	if err != nil {
+		return nil, err
+	}
+	return &scheduler{
+		d:          d,
+		q:          q,
+		filter:     dupefilter.NewFilter(st.Seen, d.Stats, d.Log, d.Settings.Bool("DUPEFILTER_DEBUG")),
+		depthLimit: d.Settings.Int("DEPTH_LIMIT"),
+		depthPrio:  d.Settings.Int("DEPTH_PRIORITY"),
+		debug:      d.Settings.Bool("SCHEDULER_DEBUG"),
+	}, nil
+}
+
+func (s *scheduler) Open(ctx context.Context) error { return s.q.Open(ctx) }
+
+// Enqueue applies DEPTH_LIMIT, then the dupefilter, then queues req with
+// its scopes and its priority adjusted by DEPTH_PRIORITY.
+func (s *scheduler) Enqueue(ctx context.Context, req *spider.Request) (bool, error) {
+	if s.depthLimit > 0 && req.Depth > s.depthLimit {
+		s.inc(StatDepthLimited)
+		s.d.Log.Debug().Str("url", req.URL.String()).Int("depth", req.Depth).Int("limit", s.depthLimit).Msg("ignoring request beyond DEPTH_LIMIT")
+		return false, nil
+	}
+	if dup, err := s.filter.Seen(ctx, req); err != nil || dup {
+		return false, err
+	}
+	scopes, err := s.d.Gate.Scopes(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	prio := req.Priority - req.Depth*s.depthPrio
+	now := s.now()
+	if _, err := s.q.Push(ctx, now, req, scopes, prio); err != nil {
+		return false, err
+	}
+	s.inc("scheduler/enqueued")
+	if s.debug {
+		s.d.Log.Debug().Str("url", req.URL.String()).Int("priority", prio).Strs("scopes", scopes.Names()).Msg("scheduler: enqueued")
+	}
+	return true, nil
+}
+
+func (s *scheduler) Next(ctx context.Context, now time.Time) (*Job, time.Duration, error) {
+	p, wake, err := s.q.Pop(ctx, now)
+	if err != nil || p == nil {
+		return nil, wake, err
+	}
+	s.inc("scheduler/dequeued")
+	if s.debug {
+		s.d.Log.Debug().Str("url", p.Req.URL.String()).Strs("scopes", p.Scopes.Names()).Bool("admitted", p.Admitted).Msg("scheduler: dequeued")
+	}
+	return &Job{Req: p.Req, Scopes: p.Scopes, Admitted: p.Admitted, SentAt: p.SentAt, ID: uint64(p.ID)}, 0, nil
+}
+
+func (s *scheduler) Done(ctx context.Context, job *Job) error {
+	return s.q.Ack(ctx, pqueue.ID(job.ID))
+}
+
+func (s *scheduler) Len() int { return s.q.Len() }
+
+func (s *scheduler) Close(ctx context.Context) error {
+	err := s.q.Close(ctx)
+	if ferr := s.filter.Close(ctx); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+func (s *scheduler) now() time.Time {
+	if s.d.Clock != nil {
+		return s.d.Clock.Now()
+	}
+	return time.Now()
+}
+
+func (s *scheduler) inc(key string) {
+	if s.d.Stats != nil {
+		s.d.Stats.Inc(key, 1)
+	}
+}
