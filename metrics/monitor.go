@@ -1,0 +1,174 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
+)
+
+// Crawl is what a Monitor reads from the running crawl; *engine.Engine
+// satisfies it.
+type Crawl interface {
+	Throttler() *throttling.Throttler
+	Crawler() *spider.Crawler
+}
+
+// MonitorOptions configure a Monitor beyond its settings.
+type MonitorOptions struct {
+	// Clock defaults to the real clock; use the crawl's clock.
+	Clock clock.Clock
+	// Terminal is where the live progress display is drawn (usually
+	// os.Stderr). Nil means no live display.
+	Terminal io.Writer
+}
+
+// Monitor measures one crawl and reports it the ways the settings ask:
+// the Recorder observes every request; Start begins the LOGSTATS_INTERVAL
+// progress line, the live display (PROGRESS_DISPLAY) and the Prometheus
+// endpoint (METRICS_ADDR); Finish stops them, writes the metrics into the
+// stats and writes STATS_DUMP_FILE. Typical use:
+//
+//	mon, err := metrics.NewMonitor(set, metrics.MonitorOptions{Terminal: os.Stderr})
+//	logOut := mon.LogWriter(os.Stderr) // log through it: keeps the live line intact
+//	eng, err := engine.New(sp, set, engine.Options{Log: log, Observers: []engine.Observer{mon.Recorder()}})
+//	if err := mon.Start(eng); err != nil { ... }
+//	res, err := eng.Run(ctx)
+//	snap, err := mon.Finish(res.Reason)
+//	metrics.WriteSummary(os.Stderr, snap, set.Int("METRICS_SUMMARY_SCOPES"))
+type Monitor struct {
+	set   *settings.Settings
+	clock clock.Clock
+	rec   *Recorder
+	live  *Live
+
+	crawl  Crawl
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	srv    *Server
+	once   sync.Once
+}
+
+// NewMonitor prepares the measurements of one crawl with settings set.
+func NewMonitor(set *settings.Settings, opts MonitorOptions) (*Monitor, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real
+	}
+	m := &Monitor{set: set, clock: opts.Clock,
+		rec: NewRecorder(RecorderOptions{Clock: opts.Clock, BackoffCodes: set.Ints("BACKOFF_HTTP_CODES")})}
+	if opts.Terminal != nil {
+		switch set.String("PROGRESS_DISPLAY") {
+		case "on":
+			m.live = NewLive(opts.Terminal)
+		case "auto":
+			if f, ok := opts.Terminal.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+				m.live = NewLive(opts.Terminal)
+			}
+		}
+	}
+	return m, nil
+}
+
+// Recorder returns the engine observer to pass in engine.Options.Observers.
+func (m *Monitor) Recorder() *Recorder { return m.rec }
+
+// LogWriter returns the writer logs to the terminal should use: w itself,
+// or, with a live display, a writer that keeps the display's line intact.
+func (m *Monitor) LogWriter(w io.Writer) io.Writer {
+	if m.live == nil {
+		return w
+	}
+	return m.live.Writer()
+}
+
+// Start begins the reporters for crawl c: the progress line, the live
+// display and the Prometheus endpoint. Call it after engine.New and before
+// Run. An error (METRICS_ADDR cannot be listened on) leaves nothing running.
+func (m *Monitor) Start(c Crawl) error {
+	m.crawl = c
+	cr := c.Crawler()
+	if addr := m.set.String("METRICS_ADDR"); addr != "" {
+		reg := prometheus.NewRegistry()
+		exp := NewExporter(m.rec, ExporterOptions{States: c.Throttler(), Stats: cr.Stats, ScopeLimit: m.set.Int("METRICS_SCOPE_LABEL_LIMIT")})
+		if err := reg.Register(exp); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		srv, err := Serve(addr, reg)
+		if err != nil {
+			return err
+		}
+		m.srv = srv
+		cr.Log.Info().Str("addr", "http://"+srv.Addr()+"/metrics").Msg("serving Prometheus metrics")
+	}
+	m.rec.Begin(m.clock.Now())
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		LogProgress(ctx, m.clock, m.set.Seconds("LOGSTATS_INTERVAL"), m.rec, cr.Stats, cr.Log)
+	}()
+	if m.live != nil {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.live.Run(ctx, m.clock, 250*time.Millisecond, m.rec, cr.Stats)
+		}()
+	}
+	return nil
+}
+
+// MetricsAddr returns the address of the Prometheus endpoint, "" when off.
+func (m *Monitor) MetricsAddr() string {
+	if m.srv == nil {
+		return ""
+	}
+	return m.srv.Addr()
+}
+
+// Snapshot returns the measurements so far.
+func (m *Monitor) Snapshot() Snapshot {
+	var ts ThrottleStates
+	if m.crawl != nil {
+		ts = m.crawl.Throttler()
+	}
+	return m.rec.Snapshot(ts)
+}
+
+// Finish ends the measurements of a crawl that ended with reason: it stops
+// the reporters, writes the metrics into the crawl's stats (see WriteStats)
+// and, when STATS_DUMP_FILE is set, the JSON and per-scope CSV files. It
+// returns the final snapshot; calling it again returns a fresh snapshot
+// and does nothing else.
+func (m *Monitor) Finish(reason string) (Snapshot, error) {
+	var err error
+	m.once.Do(func() {
+		m.rec.End(m.clock.Now())
+		if m.cancel != nil {
+			m.cancel()
+			m.wg.Wait()
+		}
+		if m.srv != nil {
+			_ = m.srv.Close()
+		}
+		if m.crawl == nil {
+			return
+		}
+		st := m.crawl.Crawler().Stats
+		WriteStats(st, m.Snapshot(), m.set.Int("METRICS_SCOPE_STATS_LIMIT"))
+		if path := m.set.String("STATS_DUMP_FILE"); path != "" {
+			err = WriteDump(path, Dump{Reason: reason, Stats: st.Snapshot(), Metrics: m.Snapshot()})
+		}
+	})
+	return m.Snapshot(), err
+}

@@ -1,0 +1,28 @@
+package settings
+
+import "fmt"
+
+// Metrics settings: per-scope measurements, progress display, Prometheus.
+// LOGSTATS_INTERVAL, STATS_DUMP, STATS_DUMP_FILE and METRICS_ADDR are in
+// defaults.go.
+func init() {
+	progress := NewType(`"auto", "on" or "off"`, func(v any) (any, error) {
+		s, err := String.Convert(v)
+		if err != nil {
+			return nil, err
+		}
+		switch s {
+		case "auto", "on", "off":
+			return s, nil
+		}
+		return nil, fmt.Errorf("%q is not auto, on or off", s)
+	})
+	for _, d := range []Def{
+		{Name: "METRICS_SCOPE_LABEL_LIMIT", Type: NonNegative(Int), Default: 20, Doc: "Most distinct scope label values exported on METRICS_ADDR; later scopes are summed under scope=\"other\" (0 = 20)."},
+		{Name: "METRICS_SCOPE_STATS_LIMIT", Type: NonNegative(Int), Default: 50, Doc: "Per-scope metrics of this many most-requested scopes are written into the stats (metrics/scope/<scope>/...); 0 = every scope."},
+		{Name: "METRICS_SUMMARY_SCOPES", Type: NonNegative(Int), Default: 10, Doc: "Scopes listed in the end-of-crawl summary, most requested first (0 = all)."},
+		{Name: "PROGRESS_DISPLAY", Type: progress, Default: "auto", Doc: "Live one-line progress display on standard error: auto (when it is a terminal), on, off."},
+	} {
+		Register(d)
+	}
+}
