@@ -1,0 +1,386 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// binary is the gocrawl command built once for this test binary.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gocrawl-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "gocrawl")
+	build := exec.Command("go", "build", "-o", binary, "github.com/gocrawl/gocrawl/cmd/gocrawl")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "building gocrawl: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// gocrawl runs the binary in dir with args and extra environment
+// variables; GOCRAWL_ variables of the test's own environment are removed.
+func gocrawl(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOCRAWL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running gocrawl %v: %v", args, err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func (r result) expect(t *testing.T, code int, stdout, stderr []string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	for _, s := range stdout {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("stdout lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	for _, s := range stderr {
+		if !strings.Contains(r.stderr, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
+		}
+	}
+}
+
+func TestCommands(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("# settings\nCONCURRENT_REQUESTS: 4\nDOWNLOAD_DELAY: slow\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "good.yaml"), []byte("DOWNLOAD_DELAY: 1.5\n"), 0o644)
+	tests := []struct {
+		name           string
+		env            []string
+		args           []string
+		code           int
+		stdout, stderr []string
+	}{
+		{"version", nil, []string{"version"}, 0, []string{"gocrawl 0.1.0"}, nil},
+		{"list", nil, []string{"list"}, 0, []string{"books\nfollow\nquotes\n"}, nil},
+		{"unknown command", nil, []string{"crawl"}, 2, nil, []string{`unknown command "crawl"`}},
+		{"unknown flag", nil, []string{"run", "follow", "--nope"}, 2, nil, []string{"unknown flag: --nope", "gocrawl run --help"}},
+		{"settings bad name", nil, []string{"settings", "DOWNLOAD_DELEY"}, 2, nil,
+			[]string{"unknown setting DOWNLOAD_DELEY: did you mean DOWNLOAD_DELAY?"}},
+		{"settings one value", nil, []string{"settings", "download_delay", "-s", "DOWNLOAD_DELAY=3"}, 0, []string{"3\n"}, nil},
+		{"settings with origin", []string{"GOCRAWL_CONCURRENT_REQUESTS=7"}, []string{"settings", "--settings", "good.yaml", "DOWNLOAD_DELAY", "CONCURRENT_REQUESTS", "LOG_LEVEL"}, 0,
+			[]string{"DOWNLOAD_DELAY", "1.5", "file (good.yaml:1)", "7", "env (GOCRAWL_CONCURRENT_REQUESTS)", "INFO", "default"}, nil},
+		{"settings file type error", nil, []string{"settings", "--settings", "bad.yaml"}, 2, nil,
+			[]string{`bad.yaml:3: invalid value DOWNLOAD_DELAY: "slow" is not a number (expected non-negative number, got string "slow")`}},
+		{"missing explicit settings file", nil, []string{"settings", "--settings", "nope.yaml"}, 2, nil,
+			[]string{"nope.yaml: cannot read settings file: the file does not exist"}},
+		{"unknown env setting", []string{"GOCRAWL_DOWNLOAD_DELAI=1"}, []string{"settings"}, 2, nil,
+			[]string{"GOCRAWL_DOWNLOAD_DELAI: unknown setting DOWNLOAD_DELAI: did you mean DOWNLOAD_DELAY?"}},
+		{"all settings errors at once", []string{"GOCRAWL_NOT_A_SETTING_AT_ALL=1"}, []string{"settings", "--settings", "bad.yaml", "-s", "CONCURENT_REQUESTS=3"}, 2, nil,
+			[]string{"3 settings problems", "bad.yaml:3", "NOT_A_SETTING_AT_ALL", "did you mean CONCURRENT_REQUESTS?"}},
+		{"unknown spider", nil, []string{"run", "nope"}, 2, nil, []string{`unknown spider "nope"; known spiders: books, follow, quotes`}},
+		{"run without spider", nil, []string{"run"}, 2, nil, []string{"run expects one spider name"}},
+		{"follow without start urls", nil, []string{"run", "follow"}, 2, nil, []string{"no start URLs: pass -a start_urls=URL"}},
+		{"follow with bad args", nil, []string{"run", "follow", "-a", "start_urls=ftp://x/", "-a", "max_depth=x"}, 2, nil,
+			[]string{"max_depth=\"x\": expected a whole number", "ftp://x/"}},
+		{"malformed -a", nil, []string{"run", "follow", "-a", "start_urls"}, 2, nil, []string{`-a "start_urls": expected NAME=VALUE`}},
+		{"-o and -O together", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-o", "a.jsonl", "-O", "b.jsonl"}, 2, nil,
+			[]string{"not both"}},
+		{"unknown output format", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-O", "items.xml"}, 2, nil,
+			[]string{"cannot tell the format of \"items.xml\"", "-t jsonl|json|csv"}},
+		{"bad LOG_LEVEL", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "LOG_LEVEL=LOUD"}, 2, nil,
+			[]string{`LOG_LEVEL "LOUD": use DEBUG, INFO`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gocrawl(t, dir, tt.env, tt.args...).expect(t, tt.code, tt.stdout, tt.stderr)
+		})
+	}
+}
+
+func TestSettingsJSON(t *testing.T) {
+	r := gocrawl(t, t.TempDir(), nil, "settings", "--json", "-s", `THROTTLING_SCOPES={"a.com": {"delay": 2}}`)
+	r.expect(t, 0, nil, nil)
+	var entries []struct {
+		Name   string `json:"name"`
+		Value  any    `json:"value"`
+		Source string `json:"source"`
+		Doc    string `json:"doc"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &entries); err != nil {
+		t.Fatalf("settings --json: %v\n%s", err, r.stdout)
+	}
+	found := false
+	for _, e := range entries {
+		if e.Doc == "" {
+			t.Errorf("%s has no doc", e.Name)
+		}
+		if e.Name == "THROTTLING_SCOPES" {
+			found = true
+			b, _ := json.Marshal(e.Value)
+			if e.Source != "command line" || string(b) != `{"a.com":{"delay":2}}` {
+				t.Errorf("THROTTLING_SCOPES = %s from %s", b, e.Source)
+			}
+		}
+	}
+	if !found || len(entries) < 50 {
+		t.Errorf("%d entries, THROTTLING_SCOPES found: %v", len(entries), found)
+	}
+}
+
+// site serves / -> /a, /b (404), /c.txt, and an external link; /a -> /.
+func site(t *testing.T) *httptest.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<html><head><title>Home</title></head><body><a href="/a">a</a> <a href="/b">b</a>
+<a href="/c.txt">c</a> <a href="https://elsewhere.example/">x</a></body></html>`)
+	})
+	mux.HandleFunc("/a", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<html><head><title>Page "A", with comma</title></head><body><a href="/">home</a></body></html>`)
+	})
+	mux.HandleFunc("/c.txt", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, "plain text")
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type page struct {
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+	Title  string `json:"title"`
+	Depth  int    `json:"depth"`
+}
+
+func TestRunFollowExports(t *testing.T) {
+	srv := site(t)
+	dir := t.TempDir()
+	crawl := func(extra ...string) result {
+		args := append([]string{"run", "follow", "-a", "start_urls=" + srv.URL + "/", "-s", "LOG_LEVEL=WARNING"}, extra...)
+		return gocrawl(t, dir, nil, args...)
+	}
+	want := map[string]page{
+		srv.URL + "/":      {srv.URL + "/", 200, "Home", 0},
+		srv.URL + "/a":     {srv.URL + "/a", 200, `Page "A", with comma`, 1},
+		srv.URL + "/c.txt": {srv.URL + "/c.txt", 200, "", 1},
+	}
+	check := func(t *testing.T, got []page, times int) {
+		t.Helper()
+		count := map[string]int{}
+		for _, p := range got {
+			count[p.URL]++
+			if p.URL == srv.URL+"/b" {
+				continue // a 404: exported or not depending on the HTTP error middleware
+			}
+			if w, ok := want[p.URL]; !ok || w != p {
+				t.Errorf("item %+v, want %+v", p, w)
+			}
+		}
+		for u := range want {
+			if count[u] != times {
+				t.Errorf("%s exported %d times, want %d (items %+v)", u, count[u], times, got)
+			}
+		}
+	}
+
+	t.Run("jsonl, summary", func(t *testing.T) {
+		r := crawl("-O", "out.jsonl")
+		r.expect(t, 0, nil, []string{"--- follow: finished", "requests", "responses", "200: ", "items", "bytes", "ok responses/s", "completed/s"})
+		check(t, readJSONL(t, filepath.Join(dir, "out.jsonl")), 1)
+		// -o appends, -O overwrites.
+		crawl("-o", "out.jsonl").expect(t, 0, nil, nil)
+		check(t, readJSONL(t, filepath.Join(dir, "out.jsonl")), 2)
+		crawl("-O", "out.jsonl").expect(t, 0, nil, nil)
+		check(t, readJSONL(t, filepath.Join(dir, "out.jsonl")), 1)
+	})
+	t.Run("json", func(t *testing.T) {
+		crawl("-O", "out.json").expect(t, 0, nil, nil)
+		crawl("-o", "out.json").expect(t, 0, nil, nil)
+		b, _ := os.ReadFile(filepath.Join(dir, "out.json"))
+		var got []page
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("out.json is not a JSON array: %v\n%s", err, b)
+		}
+		check(t, got, 2)
+	})
+	t.Run("csv with -t and fields", func(t *testing.T) {
+		crawl("-O", "out.data", "-t", "csv", "-s", "FEED_EXPORT_FIELDS=[title, url]").expect(t, 0, nil, nil)
+		f, _ := os.Open(filepath.Join(dir, "out.data"))
+		defer f.Close()
+		recs, err := csv.NewReader(f).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(recs[0], []string{"title", "url"}) {
+			t.Fatalf("header %v", recs[0])
+		}
+		var got []page
+		for _, r := range recs[1:] {
+			p := want[r[1]]
+			p.Title = r[0]
+			got = append(got, p)
+			if p.URL == "" {
+				got[len(got)-1].URL = r[1]
+			}
+		}
+		check(t, got, 1)
+	})
+	t.Run("FEEDS setting and max_depth", func(t *testing.T) {
+		os.WriteFile(filepath.Join(dir, "gocrawl.yaml"), []byte("FEEDS:\n  feeds/pages.jsonl: {overwrite: true}\n"), 0o644)
+		defer os.Remove(filepath.Join(dir, "gocrawl.yaml"))
+		crawl("-a", "max_depth=0", "-a", "follow=a[href='/a']").expect(t, 0, nil, nil)
+		got := readJSONL(t, filepath.Join(dir, "feeds", "pages.jsonl"))
+		if len(got) != 2 || got[0].URL != srv.URL+"/" || got[1].URL != srv.URL+"/a" {
+			t.Errorf("items %+v", got)
+		}
+	})
+}
+
+func TestRunUnreachableHostStillExitsZero(t *testing.T) {
+	// A closed port: the download fails, the crawl ran, the exit status is 0.
+	srv := httptest.NewServer(http.NotFoundHandler())
+	addr := srv.URL
+	srv.Close()
+	r := gocrawl(t, t.TempDir(), nil, "run", "follow", "-a", "start_urls="+addr+"/", "-s", "LOG_LEVEL=ERROR",
+		"-s", "DOWNLOAD_TIMEOUT=5")
+	r.expect(t, 0, nil, []string{"errors", "DownloadFailedError"})
+}
+
+func readJSONL(t *testing.T, path string) []page {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []page
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l == "" {
+			continue
+		}
+		var p page
+		if err := json.Unmarshal([]byte(l), &p); err != nil {
+			t.Fatalf("%s: line %q: %v", path, l, err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func TestNewProjectBuilds(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go tool is not installed")
+	}
+	dir := t.TempDir()
+	r := gocrawl(t, dir, nil, "new", "mycrawler", "--spider", "shop_items")
+	r.expect(t, 0, []string{"Created mycrawler", "go run . run shop_items"}, nil)
+	proj := filepath.Join(dir, "mycrawler")
+	for _, f := range []string{"go.mod", "go.sum", "main.go", "spiders/shop_items.go", "gocrawl.yaml"} {
+		if _, err := os.Stat(filepath.Join(proj, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	gomod, _ := os.ReadFile(filepath.Join(proj, "go.mod"))
+	if !strings.Contains(string(gomod), "replace github.com/gocrawl/gocrawl => ") {
+		t.Errorf("go.mod has no replace directive:\n%s", gomod)
+	}
+	yml, _ := os.ReadFile(filepath.Join(proj, "gocrawl.yaml"))
+	if !strings.Contains(string(yml), "DOWNLOAD_DELAY: 1\n") || !strings.Contains(string(yml), "ROBOTSTXT_OBEY: true\n") {
+		t.Errorf("gocrawl.yaml:\n%s", yml)
+	}
+	// Offline: everything comes from the checkout and the module cache.
+	bin := filepath.Join(dir, "mycrawler-bin")
+	for _, args := range [][]string{{"build", "-o", bin, "."}, {"test", "./..."}} {
+		cmd := exec.Command(goTool, args...)
+		cmd.Dir = proj
+		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %v in the new project: %v\n%s", args, err, out)
+		}
+	}
+	// The project's binary lists its spider and reads its gocrawl.yaml.
+	out, err := exec.Command(bin, "list").Output()
+	if err != nil || string(out) != "shop_items\n" {
+		t.Errorf("list: %q, %v", out, err)
+	}
+	cmd := exec.Command(bin, "settings", "DOWNLOAD_DELAY")
+	cmd.Dir = proj
+	if out, err := cmd.Output(); err != nil || string(out) != "1\n" {
+		t.Errorf("settings DOWNLOAD_DELAY in the project: %q, %v", out, err)
+	}
+	// A second new into the same directory is refused.
+	gocrawl(t, dir, nil, "new", "mycrawler").expect(t, 2, nil, []string{"already exists and is not empty"})
+	gocrawl(t, dir, nil, "new", "other", "--spider", "Bad-Name").expect(t, 2, nil, []string{`spider name "Bad-Name"`})
+}
+
+func TestDemo(t *testing.T) {
+	dir := t.TempDir()
+	// A project's gocrawl.yaml must not slow the demo down.
+	os.WriteFile(filepath.Join(dir, "gocrawl.yaml"), []byte("DOWNLOAD_DELAY: 30\n"), 0o644)
+	r := gocrawl(t, dir, nil, "demo", "-s", "LOG_LEVEL=WARNING")
+	r.expect(t, 0, nil, []string{"demo site: quotes at http://127.0.0.1:", "--- quotes: finished", "--- books: finished",
+		"ok responses/s", "items written to demo-items.jsonl"})
+	b, err := os.ReadFile(filepath.Join(dir, "demo-items.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	quotes, books := 0, 0
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if _, ok := m["text"]; ok {
+			quotes++
+		}
+		if _, ok := m["price"]; ok {
+			books++
+		}
+	}
+	if quotes == 0 || books == 0 {
+		t.Errorf("%d quotes and %d books in %d items", quotes, books, len(lines))
+	}
+	if !strings.Contains(r.stderr, fmt.Sprintf("%d items written", len(lines))) {
+		t.Errorf("summary does not count the %d items:\n%s", len(lines), r.stderr)
+	}
+}
