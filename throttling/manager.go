@@ -37,6 +37,16 @@ type ScopeManager interface {
 	IsIdle(now time.Time, maxIdle time.Duration) bool
 }
 
+// SlotFreeChecker is an optional ScopeManager method: how long a request
+// must wait when it does not need a concurrency slot of the scope (its
+// delay, backoff and quota still apply). The throttler uses it for
+// requests admitted with WithoutSlot (robots.txt, fetched while the
+// request that needs it holds the host's slot). Managers without it are
+// treated as ready when only their concurrency blocks.
+type SlotFreeChecker interface {
+	CanSendWithoutSlot(now time.Time, amount float64) time.Duration
+}
+
 // BackoffSignal describes one backoff trigger for a scope.
 type BackoffSignal struct {
 	// SentAt is when the request whose outcome triggered backoff was sent;

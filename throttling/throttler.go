@@ -1,17 +1,30 @@
 // Package throttling decides when each request may be sent, per the
-// behaviour in spec/throttling.rst: requests belong to throttling scopes
-// (by default their host), each scope has a concurrency limit and a delay,
-// and scopes back off when servers signal overload (429/5xx, network
-// errors, Retry-After, RateLimit-Reset).
+// behaviour in spec/throttling.rst (adapted in docs/throttling.md):
+// requests belong to throttling scopes (by default their host), each scope
+// has a concurrency limit, a delay and optionally a quota, and scopes back
+// off when servers signal overload (429/5xx, network errors, Retry-After,
+// RateLimit-Reset), recover one step per quiet window, and with rampup
+// probe for the fastest rate a server tolerates.
 //
 // The Throttler is the one object the engine and schedulers talk to. The
-// spec's extension points are interfaces: Manager (THROTTLING_MANAGER)
-// assigns scopes and interprets outcomes; ScopeManager
-// (THROTTLING_SCOPE_MANAGER) keeps one scope's state. Time is always passed
-// in (now), so every rule is testable with a fake clock.
+// spec's extension points are interfaces found by name in registries:
+// Manager (THROTTLING_MANAGER) assigns scopes and interprets outcomes;
+// ScopeManager (THROTTLING_SCOPE_MANAGER, or a scope's "manager" key)
+// keeps one scope's state. Time is always passed in (now) or read from an
+// injectable clock, so every rule is testable with a fake clock.
+//
+// File map: config.go (settings and THROTTLING_SCOPES validation),
+// scopemanager.go (the default scope manager), backoff.go, rampup.go,
+// quota.go, headers.go (Retry-After, RateLimit-Reset), defaultmanager.go,
+// registrable.go, helpers.go (AddScope's friends UpdateScopeBackoff and
+// CacheScopes), registry.go, eviction.go (THROTTLING_SCOPE_LIMIT and
+// THROTTLING_SCOPE_MAX_IDLE), robots.go (Crawl-delay), snapshot.go
+// (JOBDIR), delay.go (throttling_delay), startrate.go
+// (MAX_STARTS_PER_SECOND), autothrottle.go (deprecated settings).
 package throttling
 
 import (
+	"container/list"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -32,7 +45,7 @@ const (
 	// map of scope name -> quota amount.
 	MetaScopes = "throttling_scopes"
 	// MetaDelay holds a request for this many seconds the first time it
-	// reaches the throttling gate.
+	// reaches the throttling gate (see TakeRequestDelay).
 	MetaDelay = "throttling_delay"
 	// MetaDontTrack keeps a request's outcome from triggering backoff.
 	MetaDontTrack = "throttling_dont_track"
@@ -57,39 +70,32 @@ type Options struct {
 type Throttler struct {
 	clock   clock.Clock
 	log     zerolog.Logger
+	dbg     zerolog.Logger
 	rnd     *rand.Rand
 	manager Manager
-	cfg     config
+	cfg     *Config
 
-	mu       sync.Mutex
-	scopes   map[string]*scopeEntry
-	watchers []func(scope string)
-	changed  chan struct{} // closed and replaced on every state change
+	mu        sync.Mutex
+	scopes    map[string]*scopeEntry
+	lru       *list.List // of *scopeEntry, front = most recently used
+	lastSweep time.Time
+	evictions int64
+	robots    map[string]time.Duration // robots.txt Crawl-delay by scope, capped
+	warned    map[string]bool          // robots.txt conflicts already logged
+	watchers  []func(scope string)
+	changed   chan struct{} // closed and replaced on every state change
 }
 
 type scopeEntry struct {
-	name string
-	mgr  ScopeManager
-}
-
-// config is what the throttler reads from settings once.
-type config struct {
-	perDomain, perIP, other int
-	delay                   time.Duration
-	jitter                  [2]float64
-	scopes                  map[string]scopeOverride
-	backoffCodes            map[int]bool
-	backoffErrs             []error
-}
-
-type scopeOverride struct {
-	concurrency, minConcurrency *int
-	delay                       *time.Duration
-	jitter                      *[2]float64
+	name    string
+	mgr     ScopeManager
+	elem    *list.Element
+	touched time.Time
 }
 
 // New builds a throttler from settings. Invalid throttling settings give an
-// error naming the setting, scope and key.
+// error (a *ConfigError, errors.Is ErrInvalidConfig) naming the setting,
+// scope and key.
 func New(s *settings.Settings, opts Options) (*Throttler, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real
@@ -97,144 +103,92 @@ func New(s *settings.Settings, opts Options) (*Throttler, error) {
 	if opts.Rand == nil {
 		opts.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	cfg, err := readConfig(s)
+	cfg, err := ReadConfig(s)
 	if err != nil {
 		return nil, err
 	}
-	t := &Throttler{clock: opts.Clock, log: opts.Log, rnd: opts.Rand, cfg: cfg,
-		scopes: map[string]*scopeEntry{}, changed: make(chan struct{})}
+	for _, w := range cfg.Warnings {
+		opts.Log.Warn().Msg(w)
+	}
+	t := &Throttler{clock: opts.Clock, log: opts.Log, dbg: zerolog.Nop(), rnd: opts.Rand, cfg: cfg,
+		scopes: map[string]*scopeEntry{}, lru: list.New(), robots: map[string]time.Duration{},
+		warned: map[string]bool{}, changed: make(chan struct{})}
+	if cfg.Debug {
+		t.dbg = opts.Log
+	}
 	t.manager = opts.Manager
 	if t.manager == nil {
-		t.manager = &DefaultManager{PerIP: cfg.perIP > 0, DNS: opts.DNS, codes: cfg.backoffCodes, errs: cfg.backoffErrs}
+		f, err := lookupManager(cfg.Manager)
+		if err != nil {
+			return nil, &ConfigError{Setting: "THROTTLING_MANAGER", Msg: err.Error()}
+		}
+		m, err := f(ManagerDeps{Settings: s, Config: cfg, Log: opts.Log, DNS: opts.DNS, Clock: opts.Clock})
+		if err != nil {
+			return nil, &ConfigError{Setting: "THROTTLING_MANAGER", Msg: fmt.Sprintf("building %q: %v", cfg.Manager, err)}
+		}
+		t.manager = m
+	}
+	// Build each configured scope's manager once so that a custom
+	// manager's objections to its configuration surface now.
+	for _, name := range cfg.ConfiguredScopes() {
+		if _, err := t.newScopeManager(cfg.Scope(name)); err != nil {
+			return nil, &ConfigError{Setting: "THROTTLING_SCOPES", Scope: name, Key: "manager", Msg: err.Error()}
+		}
+	}
+	if _, err := t.newScopeManager(cfg.Scope("example.com")); err != nil {
+		return nil, &ConfigError{Setting: "THROTTLING_SCOPE_MANAGER", Msg: err.Error()}
 	}
 	return t, nil
 }
 
-func readConfig(s *settings.Settings) (config, error) {
-	c := config{
-		perDomain: s.Int("CONCURRENT_REQUESTS_PER_DOMAIN"),
-		perIP:     s.Int("CONCURRENT_REQUESTS_PER_IP"),
-		other:     s.Int("THROTTLING_SCOPE_CONCURRENCY"),
-		delay:     s.Seconds("DOWNLOAD_DELAY"),
-		scopes:    map[string]scopeOverride{},
-	}
-	j, err := parseJitter(s.Get("RANDOMIZE_DOWNLOAD_DELAY"))
-	if err != nil {
-		return c, fmt.Errorf("RANDOMIZE_DOWNLOAD_DELAY: %w", err)
-	}
-	c.jitter = j
-	c.backoffCodes = map[int]bool{}
-	for _, code := range s.Ints("BACKOFF_HTTP_CODES") {
-		c.backoffCodes[code] = true
-	}
-	if c.backoffErrs, err = downloader.ResolveKinds("BACKOFF_EXCEPTIONS", s.Strings("BACKOFF_EXCEPTIONS")); err != nil {
-		return c, err
-	}
-	for name, raw := range s.Map("THROTTLING_SCOPES") {
-		m, ok := raw.(map[string]any)
-		if !ok {
-			return c, fmt.Errorf("THROTTLING_SCOPES: scope %q: want a mapping of keys, got %T", name, raw)
-		}
-		var o scopeOverride
-		for k, v := range m {
-			switch k {
-			case "concurrency", "min_concurrency":
-				n, err := settings.NonNegative(settings.Int).Convert(v)
-				if err != nil {
-					return c, fmt.Errorf("THROTTLING_SCOPES: scope %q: %s: %v", name, k, err)
-				}
-				i := n.(int)
-				if k == "concurrency" {
-					o.concurrency = &i
-				} else {
-					o.minConcurrency = &i
-				}
-			case "delay":
-				f, err := settings.NonNegative(settings.Float).Convert(v)
-				if err != nil {
-					return c, fmt.Errorf("THROTTLING_SCOPES: scope %q: delay: %v", name, err)
-				}
-				d := time.Duration(f.(float64) * float64(time.Second))
-				o.delay = &d
-			case "jitter":
-				jj, err := parseJitter(v)
-				if err != nil {
-					return c, fmt.Errorf("THROTTLING_SCOPES: scope %q: jitter: %v", name, err)
-				}
-				o.jitter = &jj
-			case "quota", "window", "rampup", "backoff", "manager", "ignore_robots_txt":
-				// Handled by the full scope manager.
-			default:
-				return c, fmt.Errorf("THROTTLING_SCOPES: scope %q: unknown key %q (known: concurrency, min_concurrency, delay, jitter, quota, window, rampup, backoff, manager, ignore_robots_txt)", name, k)
-			}
-		}
-		c.scopes[name] = o
-	}
-	return c, nil
-}
+// Config returns the throttling configuration.
+func (t *Throttler) Config() *Config { return t.cfg }
 
-// parseJitter reads RANDOMIZE_DOWNLOAD_DELAY / jitter values: true = ±0.5,
-// false = none, f = ±f, [low, high].
-func parseJitter(v any) ([2]float64, error) {
-	switch x := v.(type) {
-	case bool:
-		if x {
-			return [2]float64{-0.5, 0.5}, nil
-		}
-		return [2]float64{}, nil
-	case [2]float64:
-		return x, nil
-	}
-	f, err := settings.OneOf(settings.NonNegative(settings.Float), settings.FloatPair).Convert(v)
-	if err != nil {
-		return [2]float64{}, err
-	}
-	switch x := f.(type) {
-	case float64:
-		return [2]float64{-x, x}, nil
-	case [2]float64:
-		return x, nil
-	}
-	return [2]float64{}, fmt.Errorf("unexpected %T", f)
-}
+// Manager returns the throttling manager in use.
+func (t *Throttler) Manager() Manager { return t.manager }
 
 // ScopeConfigFor returns the configuration of a scope: THROTTLING_SCOPES
 // over the defaults for its kind.
-func (t *Throttler) ScopeConfigFor(name string) ScopeConfig {
-	cfg := ScopeConfig{Delay: t.cfg.delay, Jitter: t.cfg.jitter, MinConcurrency: 1}
-	switch KindOfScope(name) {
-	case KindDomain:
-		cfg.Concurrency = t.cfg.perDomain
-	case KindIP:
-		cfg.Concurrency = t.cfg.perIP
-	default:
-		cfg.Concurrency = t.cfg.other
-		cfg.Delay = 0
+func (t *Throttler) ScopeConfigFor(name string) ScopeConfig { return t.cfg.Scope(name) }
+
+func (t *Throttler) newScopeManager(cfg ScopeConfig) (ScopeManager, error) {
+	f, err := lookupScopeManager(cfg.Manager)
+	if err != nil {
+		return nil, err
 	}
-	if o, ok := t.cfg.scopes[name]; ok {
-		if o.concurrency != nil {
-			cfg.Concurrency = *o.concurrency
-		}
-		if o.minConcurrency != nil {
-			cfg.MinConcurrency = *o.minConcurrency
-		}
-		if o.delay != nil {
-			cfg.Delay = *o.delay
-		}
-		if o.jitter != nil {
-			cfg.Jitter = *o.jitter
-		}
+	m, err := f(ScopeEnv{Config: cfg, Rand: t.rnd, Debug: t.dbg})
+	if err != nil {
+		return nil, fmt.Errorf("scope manager %q: %w", cfg.Manager, err)
 	}
-	return cfg
+	if m == nil {
+		return nil, fmt.Errorf("scope manager %q returned nil", cfg.Manager)
+	}
+	return m, nil
 }
 
-// scope returns the state of name, creating it. Callers hold t.mu.
-func (t *Throttler) scope(name string) *scopeEntry {
-	e, ok := t.scopes[name]
-	if !ok {
-		e = &scopeEntry{name: name, mgr: NewBasicScopeManager(t.ScopeConfigFor(name), t.rnd)}
-		t.scopes[name] = e
+// scope returns the state of name, creating (or recreating, after
+// eviction) it, and marks it used. Callers hold t.mu.
+func (t *Throttler) scope(name string, now time.Time) *scopeEntry {
+	if e, ok := t.scopes[name]; ok {
+		e.touched = now
+		t.lru.MoveToFront(e.elem)
+		return e
 	}
+	cfg := t.cfg.Scope(name)
+	mgr, err := t.newScopeManager(cfg)
+	if err != nil {
+		// Validated at start-up; a manager failing later falls back to the
+		// default rather than stopping the crawl.
+		t.log.Error().Err(err).Str("scope", name).Msg("throttling: cannot build the scope's manager; using the default")
+		mgr = NewThrottlingScopeManager(ScopeEnv{Config: cfg, Rand: t.rnd, Debug: t.dbg})
+	}
+	e := &scopeEntry{name: name, mgr: mgr, touched: now}
+	if d, ok := t.robots[name]; ok {
+		t.applyRobots(e, cfg, d)
+	}
+	e.elem = t.lru.PushFront(e)
+	t.scopes[name] = e
+	t.evictLocked(now)
 	return e
 }
 
@@ -252,6 +206,9 @@ func (t *Throttler) Scopes(ctx context.Context, req *spider.Request) (Scopes, er
 	for _, e := range extra {
 		sc = AddScope(sc, e.Name, e.Amount)
 	}
+	if len(sc) == 0 {
+		return nil, fmt.Errorf("request %s: throttling manager returned no scope", req)
+	}
 	return sc, nil
 }
 
@@ -261,6 +218,9 @@ func MetaScopesOf(req *spider.Request) (Scopes, error) {
 	switch v := req.Get(MetaScopes).(type) {
 	case nil:
 	case string:
+		if v == "" {
+			return nil, fmt.Errorf("request %s: meta %s: empty scope name", req, MetaScopes)
+		}
 		out = AddScope(out, v, 0)
 	case []string:
 		for _, s := range v {
@@ -274,13 +234,23 @@ func MetaScopesOf(req *spider.Request) (Scopes, error) {
 			}
 			out = AddScope(out, name, 0)
 		}
+	case map[string]bool:
+		for k, in := range v {
+			if in {
+				out = AddScope(out, k, 0)
+			}
+		}
+	case map[string]struct{}:
+		for k := range v {
+			out = AddScope(out, k, 0)
+		}
 	case map[string]float64:
 		for k, a := range v {
 			out = AddScope(out, k, a)
 		}
 	case map[string]any:
 		for k, a := range v {
-			f, err := settings.Float.Convert(a)
+			f, err := settings.NonNegative(settings.Float).Convert(a)
 			if err != nil {
 				return nil, fmt.Errorf("request %s: meta %s: amount of %q: %v", req, MetaScopes, k, err)
 			}
@@ -298,13 +268,21 @@ func MetaScopesOf(req *spider.Request) (Scopes, error) {
 func (t *Throttler) Wait(now time.Time, scopes Scopes) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.waitLocked(now, scopes)
+	return t.waitLocked(now, scopes, false)
 }
 
-func (t *Throttler) waitLocked(now time.Time, scopes Scopes) time.Duration {
+func (t *Throttler) waitLocked(now time.Time, scopes Scopes, noSlot bool) time.Duration {
 	var w time.Duration
 	for _, s := range scopes {
-		w = max(w, t.scope(s.Name).mgr.CanSend(now, s.Amount))
+		m := t.scope(s.Name, now).mgr
+		d := m.CanSend(now, s.Amount)
+		if d == UntilSlotFree && noSlot {
+			d = 0
+			if c, ok := m.(SlotFreeChecker); ok {
+				d = c.CanSendWithoutSlot(now, s.Amount)
+			}
+		}
+		w = max(w, d)
 	}
 	return w
 }
@@ -314,26 +292,40 @@ func (t *Throttler) waitLocked(now time.Time, scopes Scopes) time.Duration {
 func (t *Throttler) ScopeWait(now time.Time, scope string, amount float64) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.scope(scope).mgr.CanSend(now, amount)
+	return t.scope(scope, now).mgr.CanSend(now, amount)
 }
 
 // Sent records that a request with scopes was sent at now.
 func (t *Throttler) Sent(now time.Time, scopes Scopes) {
 	t.mu.Lock()
-	for _, s := range scopes {
-		t.scope(s.Name).mgr.RecordSent(now, s.Amount)
-	}
-	t.notifyLocked(scopes)
+	t.sentLocked(now, scopes)
 	t.mu.Unlock()
 }
 
+func (t *Throttler) sentLocked(now time.Time, scopes Scopes) {
+	for _, s := range scopes {
+		t.scope(s.Name, now).mgr.RecordSent(now, s.Amount)
+	}
+	t.notifyLocked(scopes)
+}
+
+// dontTrack reports whether req's outcome must not feed backoff.
+func dontTrack(req *spider.Request) bool {
+	if b, _ := req.Get(MetaDontTrack).(bool); b {
+		return true
+	}
+	b, _ := req.Get(MetaAutoThrottleDontAdjustDelay).(bool)
+	return b
+}
+
 // Done records the outcome of a request sent at sentAt with scopes: res on
-// success (any status), err on a download error. It frees the scopes'
-// slots and applies backoff feedback from the manager.
+// success (any status), err on a download error, neither when the request
+// was not downloaded. It frees the scopes' slots and applies the manager's
+// feedback: backoff triggers, server delays, quota reconciliation.
 func (t *Throttler) Done(ctx context.Context, req *spider.Request, scopes Scopes, sentAt time.Time, res *spider.Response, err error) {
 	var fb Feedback
 	var ferr error
-	if dontTrack, _ := req.Get(MetaDontTrack).(bool); !dontTrack {
+	if !dontTrack(req) {
 		if err != nil {
 			fb, ferr = t.manager.GetExceptionBackoff(ctx, req, err, scopes)
 		} else if res != nil {
@@ -345,34 +337,44 @@ func (t *Throttler) Done(ctx context.Context, req *spider.Request, scopes Scopes
 	}
 	now := t.clock.Now()
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	for _, s := range scopes {
-		t.scope(s.Name).mgr.RecordDone(now)
+		t.scope(s.Name, now).mgr.RecordDone(now)
 	}
+	changed := scopes
 	for name, f := range fb {
-		e := t.scope(name)
+		e := t.scope(name, now)
 		if f.Consumed != nil || f.Remaining != nil {
 			e.mgr.ReconcileQuota(now, f.Consumed, f.Remaining)
 		}
 		if f.Trigger {
 			e.mgr.RecordBackoff(now, BackoffSignal{SentAt: sentAt, Delay: f.Delay})
 		}
+		if !scopes.Has(name) {
+			changed = AddScope(changed, name, 0)
+		}
 	}
-	t.notifyLocked(scopes)
-	t.mu.Unlock()
+	t.notifyLocked(changed)
+	t.sweepLocked(now)
 }
 
 // DelayScope holds back every request of scope for at least d, counted as
-// a backoff trigger and not capped by BACKOFF_MAX_DELAY.
+// a backoff trigger and not capped by BACKOFF_MAX_DELAY. It is the spec's
+// crawler.throttler.delay_scope, reachable from callbacks through
+// spider.CrawlerFrom(ctx).Throttler.
 func (t *Throttler) DelayScope(scope string, d time.Duration) {
 	now := t.clock.Now()
 	t.mu.Lock()
-	t.scope(scope).mgr.RecordBackoff(now, BackoffSignal{Delay: d, Uncapped: true})
+	t.scope(scope, now).mgr.RecordBackoff(now, BackoffSignal{Delay: d, Uncapped: true})
 	t.notifyLocked(Scopes{{Name: scope}})
 	t.mu.Unlock()
 }
 
-// Watch registers fn to be called after the state of a scope changes: a send, a completion, a backoff, a configuration
-// change. Schedulers use it to re-evaluate the requests of that scope.
+// Watch registers fn to be called after the state of a scope changes: a
+// send, a completion, a backoff, a configuration change. fn is called with
+// the throttler's lock held: it must be quick and must not call back into
+// the throttler. Schedulers use it to re-evaluate the requests of that
+// scope.
 func (t *Throttler) Watch(fn func(scope string)) {
 	t.mu.Lock()
 	t.watchers = append(t.watchers, fn)
@@ -389,21 +391,30 @@ func (t *Throttler) notifyLocked(scopes Scopes) {
 	t.changed = make(chan struct{})
 }
 
+type noSlotKey struct{}
+
+// WithoutSlot returns a context under which Admit does not wait for (but
+// still takes) a concurrency slot of the scopes; their delays, backoff and
+// quotas still apply. The robots.txt middleware uses it: robots.txt is
+// fetched while the request that needs it holds its host's slot, so
+// waiting for a slot could wait forever.
+func WithoutSlot(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noSlotKey{}, true)
+}
+
 // Admit blocks until every scope of scopes allows a request, records it as
 // sent and returns the send time; it returns ctx's error if ctx ends first.
 // This is the engine-gated path: the caller holds a concurrency slot while
 // it waits (see the throttling-aware scheduler for the alternative).
 func (t *Throttler) Admit(ctx context.Context, scopes Scopes) (time.Time, error) {
+	noSlot, _ := ctx.Value(noSlotKey{}).(bool)
 	var err error
 	for {
 		t.mu.Lock()
 		now := t.clock.Now()
-		w := t.waitLocked(now, scopes)
+		w := t.waitLocked(now, scopes, noSlot)
 		if w == 0 {
-			for _, s := range scopes {
-				t.scope(s.Name).mgr.RecordSent(now, s.Amount)
-			}
-			t.notifyLocked(scopes)
+			t.sentLocked(now, scopes)
 			t.mu.Unlock()
 			return now, nil
 		}
@@ -428,54 +439,4 @@ func (t *Throttler) Admit(ctx context.Context, scopes Scopes) (time.Time, error)
 			return time.Time{}, err
 		}
 	}
-}
-
-// DefaultManager is the default THROTTLING_MANAGER: one scope per host
-// (plus one per IP with CONCURRENT_REQUESTS_PER_IP), backoff on
-// BACKOFF_HTTP_CODES and BACKOFF_EXCEPTIONS.
-type DefaultManager struct {
-	// PerIP adds the request's resolved IP as a second scope.
-	PerIP bool
-	// DNS is where IPs are looked up (cache only, never resolving).
-	DNS   *downloader.DNSCache
-	codes map[int]bool
-	errs  []error
-}
-
-// GetScopes implements Manager.
-func (m *DefaultManager) GetScopes(ctx context.Context, req *spider.Request) (Scopes, error) {
-	host := req.Host()
-	sc := Scopes{{Name: host}}
-	if m.PerIP && m.DNS != nil {
-		if ip, ok := m.DNS.Cached(req.URL.Hostname()); ok && ip != host {
-			sc = AddScope(sc, ip, 0)
-		}
-	}
-	return sc, nil
-}
-
-// GetResponseBackoff implements Manager.
-func (m *DefaultManager) GetResponseBackoff(ctx context.Context, res *spider.Response, scopes Scopes) (Feedback, error) {
-	if !m.codes[res.Status] {
-		return nil, nil
-	}
-	fb := Feedback{}
-	for _, s := range scopes {
-		fb[s.Name] = ScopeFeedback{Trigger: true}
-	}
-	return fb, nil
-}
-
-// GetExceptionBackoff implements Manager.
-func (m *DefaultManager) GetExceptionBackoff(ctx context.Context, req *spider.Request, err error, scopes Scopes) (Feedback, error) {
-	for _, k := range m.errs {
-		if errorsIs(err, k) {
-			fb := Feedback{}
-			for _, s := range scopes {
-				fb[s.Name] = ScopeFeedback{Trigger: true}
-			}
-			return fb, nil
-		}
-	}
-	return nil, nil
 }

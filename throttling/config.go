@@ -1,0 +1,601 @@
+package throttling
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/settings"
+)
+
+// ErrInvalidConfig is the kind of every throttling configuration error:
+// errors.Is(err, ErrInvalidConfig) tells a bad setting from other failures.
+var ErrInvalidConfig = errors.New("invalid throttling configuration")
+
+// ConfigError names the setting, scope and key of an invalid value.
+type ConfigError struct {
+	// Setting is the setting name, e.g. THROTTLING_SCOPES.
+	Setting string
+	// Scope is the THROTTLING_SCOPES entry, when the problem is in one.
+	Scope string
+	// Key is the key inside the entry ("delay", "backoff.max_delay").
+	Key string
+	// Msg says what is wrong and what is expected.
+	Msg string
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Setting)
+	if e.Scope != "" {
+		fmt.Fprintf(&b, ": scope %q", e.Scope)
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, ": key %q", e.Key)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// BackoffConfig is how a scope backs off: the global BACKOFF_* settings,
+// overridden per scope by the "backoff" key of THROTTLING_SCOPES.
+type BackoffConfig struct {
+	// HTTPCodes are the response codes that trigger backoff.
+	HTTPCodes []int
+	// Exceptions are the download error kinds (registered names) that
+	// trigger backoff.
+	Exceptions []string
+	// DelayFactor multiplies the delay on each step (>= 1).
+	DelayFactor float64
+	// MaxDelay caps backoff delays and server-announced delays.
+	MaxDelay time.Duration
+	// MinDelay is the delay of the first step and the floor during backoff.
+	MinDelay time.Duration
+	// Jitter randomizes backoff delays: delay*(1+uniform(Jitter[0], Jitter[1])).
+	Jitter [2]float64
+	// Window is the quiet time after which the delay drops one step; also
+	// rampup's evaluation window.
+	Window time.Duration
+
+	errs []error
+}
+
+// Triggers reports whether status is one of the backoff codes.
+func (b *BackoffConfig) Triggers(status int) bool { return slices.Contains(b.HTTPCodes, status) }
+
+// TriggersOn reports whether err is of one of the backoff error kinds.
+func (b *BackoffConfig) TriggersOn(err error) bool {
+	for _, k := range b.errs {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// RampupConfig is a scope's rampup behaviour ("rampup": true or a map).
+type RampupConfig struct {
+	// Enabled turns rampup on.
+	Enabled bool
+	// Target is the [low, high] number of backoff triggers per window
+	// rampup aims for (RAMPUP_BACKOFF_TARGET; an integer n means [n, n]).
+	Target [2]int
+	// DelayFactor multiplies the delay on each rampup step (0 < f < 1).
+	DelayFactor float64
+	// MinDelay is the delay rampup does not go below.
+	MinDelay time.Duration
+}
+
+// DefaultRampupDelayFactor is the rampup delay_factor when unset: the
+// inverse of the default BACKOFF_DELAY_FACTOR, so one quiet window undoes
+// one backoff step.
+const DefaultRampupDelayFactor = 0.5
+
+// ScopeConfig is the full configuration of one scope: its THROTTLING_SCOPES
+// entry merged over the defaults for its kind. Scope managers are built
+// from it.
+type ScopeConfig struct {
+	// Name is the scope's name.
+	Name string
+	// Kind is the scope's kind (domain, IP, other).
+	Kind ScopeKind
+	// Concurrency is the maximum number of requests in flight (0 =
+	// unlimited). With rampup it is the ceiling rampup grows towards, and
+	// 0 (unset) means no ceiling.
+	Concurrency int
+	// MinConcurrency is the floor backoff and rampup never go below (>= 1).
+	MinConcurrency int
+	// Delay is the minimum time between two sends.
+	Delay time.Duration
+	// Jitter randomizes Delay: each delay is Delay*(1+uniform(Jitter[0], Jitter[1])).
+	Jitter [2]float64
+	// Quota is the amount the scope's requests may consume per Window (0 = no quota).
+	Quota float64
+	// Window is the quota window (THROTTLING_WINDOW unless set).
+	Window time.Duration
+	// Rampup configures rampup.
+	Rampup RampupConfig
+	// Backoff configures backoff.
+	Backoff BackoffConfig
+	// Manager is the registered scope manager name for this scope.
+	Manager string
+	// IgnoreRobotsTxt silences the warning about a robots.txt Crawl-delay
+	// that disagrees with this configuration.
+	IgnoreRobotsTxt bool
+	// ExplicitConcurrency and ExplicitDelay are true when THROTTLING_SCOPES
+	// sets them (they then win over a robots.txt Crawl-delay).
+	ExplicitConcurrency, ExplicitDelay bool
+	// Raw is the THROTTLING_SCOPES entry as written, for custom scope
+	// managers that read their own keys; nil when there is none.
+	Raw map[string]any
+}
+
+// Config is the throttling configuration read from settings once, at
+// start-up, and validated there.
+type Config struct {
+	// PerDomain, PerIP and Other are the default concurrencies by kind.
+	PerDomain, PerIP, Other int
+	// Delay is DOWNLOAD_DELAY, the default delay of domain and IP scopes.
+	Delay time.Duration
+	// Jitter is RANDOMIZE_DOWNLOAD_DELAY as a [low, high] factor range.
+	Jitter [2]float64
+	// Window is THROTTLING_WINDOW.
+	Window time.Duration
+	// Backoff holds the global BACKOFF_* settings.
+	Backoff BackoffConfig
+	// RampupTarget is RAMPUP_BACKOFF_TARGET.
+	RampupTarget [2]int
+	// RampupAll enables rampup on scopes that do not set "rampup"
+	// (AUTOTHROTTLE_TARGET_CONCURRENCY migration).
+	RampupAll bool
+	// ScopeLimit is THROTTLING_SCOPE_LIMIT (0 = none).
+	ScopeLimit int
+	// MaxIdle is THROTTLING_SCOPE_MAX_IDLE (0 = never).
+	MaxIdle time.Duration
+	// Debug is THROTTLING_DEBUG (or the deprecated AUTOTHROTTLE_DEBUG).
+	Debug bool
+	// RobotsMaxDelay is THROTTLING_ROBOTSTXT_MAX_DELAY.
+	RobotsMaxDelay time.Duration
+	// RobotsObey is ROBOTSTXT_OBEY && THROTTLING_ROBOTSTXT_OBEY.
+	RobotsObey bool
+	// Manager and ScopeManager are THROTTLING_MANAGER and
+	// THROTTLING_SCOPE_MANAGER.
+	Manager, ScopeManager string
+	// Warnings are deprecation notices found while reading (AUTOTHROTTLE_*).
+	Warnings []string
+
+	scopes map[string]*ScopeConfig
+}
+
+var scopeKeys = []string{"concurrency", "min_concurrency", "delay", "jitter", "quota", "window",
+	"rampup", "backoff", "manager", "ignore_robots_txt"}
+
+var backoffKeys = []string{"http_codes", "exceptions", "delay_factor", "max_delay", "min_delay", "jitter", "window"}
+
+var rampupKeys = []string{"backoff_target", "delay_factor", "min_delay"}
+
+// ReadConfig reads and validates the throttling settings. Errors are
+// *ConfigError values naming the setting, scope and key.
+func ReadConfig(s *settings.Settings) (*Config, error) {
+	c := &Config{
+		PerDomain:      s.Int("CONCURRENT_REQUESTS_PER_DOMAIN"),
+		PerIP:          s.Int("CONCURRENT_REQUESTS_PER_IP"),
+		Other:          s.Int("THROTTLING_SCOPE_CONCURRENCY"),
+		Delay:          s.Seconds("DOWNLOAD_DELAY"),
+		Window:         s.Seconds("THROTTLING_WINDOW"),
+		ScopeLimit:     s.Int("THROTTLING_SCOPE_LIMIT"),
+		MaxIdle:        s.Seconds("THROTTLING_SCOPE_MAX_IDLE"),
+		Debug:          s.Bool("THROTTLING_DEBUG"),
+		RobotsMaxDelay: s.Seconds("THROTTLING_ROBOTSTXT_MAX_DELAY"),
+		RobotsObey:     s.Bool("ROBOTSTXT_OBEY") && s.Bool("THROTTLING_ROBOTSTXT_OBEY"),
+		Manager:        s.String("THROTTLING_MANAGER"),
+		ScopeManager:   s.String("THROTTLING_SCOPE_MANAGER"),
+		scopes:         map[string]*ScopeConfig{},
+	}
+	var err error
+	if c.Jitter, err = parseJitter(s.Get("RANDOMIZE_DOWNLOAD_DELAY")); err != nil {
+		return nil, &ConfigError{Setting: "RANDOMIZE_DOWNLOAD_DELAY", Msg: err.Error()}
+	}
+	if c.Window <= 0 {
+		return nil, &ConfigError{Setting: "THROTTLING_WINDOW", Msg: "must be positive"}
+	}
+	b := &c.Backoff
+	b.HTTPCodes = slices.Clone(s.Ints("BACKOFF_HTTP_CODES"))
+	b.Exceptions = slices.Clone(s.Strings("BACKOFF_EXCEPTIONS"))
+	b.DelayFactor = s.Float("BACKOFF_DELAY_FACTOR")
+	b.MaxDelay = s.Seconds("BACKOFF_MAX_DELAY")
+	b.MinDelay = s.Seconds("BACKOFF_MIN_DELAY")
+	b.Window = s.Seconds("BACKOFF_WINDOW")
+	if b.Jitter, err = parseJitter(s.Get("BACKOFF_JITTER")); err != nil {
+		return nil, &ConfigError{Setting: "BACKOFF_JITTER", Msg: err.Error()}
+	}
+	switch v := s.Get("RAMPUP_BACKOFF_TARGET").(type) {
+	case int:
+		c.RampupTarget = [2]int{v, v}
+	case [2]int:
+		c.RampupTarget = v
+	}
+	applyAutoThrottle(s, c)
+	if err := b.finish("", "BACKOFF_"); err != nil {
+		return nil, err
+	}
+	if _, err := lookupScopeManager(c.ScopeManager); err != nil {
+		return nil, &ConfigError{Setting: "THROTTLING_SCOPE_MANAGER", Msg: err.Error()}
+	}
+	raw := s.Map("THROTTLING_SCOPES")
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		sc, err := c.parseScope(name, raw[name])
+		if err != nil {
+			return nil, err
+		}
+		c.scopes[name] = sc
+	}
+	return c, nil
+}
+
+// finish validates b and resolves its error kinds. scope is "" for the
+// global settings, whose names start with prefix.
+func (b *BackoffConfig) finish(scope, prefix string) error {
+	bad := func(key, msg string) error {
+		if scope == "" {
+			return &ConfigError{Setting: prefix + strings.ToUpper(key), Msg: msg}
+		}
+		return &ConfigError{Setting: "THROTTLING_SCOPES", Scope: scope, Key: "backoff." + key, Msg: msg}
+	}
+	if b.DelayFactor < 1 {
+		return bad("delay_factor", fmt.Sprintf("%v is below 1 (backoff must not speed a scope up)", b.DelayFactor))
+	}
+	if b.MinDelay > b.MaxDelay {
+		return bad("min_delay", fmt.Sprintf("%v is above max_delay %v", b.MinDelay.Seconds(), b.MaxDelay.Seconds()))
+	}
+	if b.Window <= 0 {
+		return bad("window", "must be positive")
+	}
+	if b.Jitter[0] < -1 {
+		return bad("jitter", fmt.Sprintf("low %v is below -1", b.Jitter[0]))
+	}
+	for _, code := range b.HTTPCodes {
+		if code < 100 || code > 999 {
+			return bad("http_codes", fmt.Sprintf("%d is not an HTTP status code", code))
+		}
+	}
+	errs, err := downloader.ResolveKinds("exceptions", b.Exceptions)
+	if err != nil {
+		return bad("exceptions", strings.TrimPrefix(err.Error(), "exceptions: "))
+	}
+	b.errs = errs
+	return nil
+}
+
+func (c *Config) parseScope(name string, raw any) (*ScopeConfig, error) {
+	bad := func(key, format string, args ...any) error {
+		return &ConfigError{Setting: "THROTTLING_SCOPES", Scope: name, Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+	if strings.TrimSpace(name) == "" {
+		return nil, &ConfigError{Setting: "THROTTLING_SCOPES", Msg: "empty scope name"}
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		if raw == nil {
+			m = map[string]any{}
+		} else {
+			return nil, &ConfigError{Setting: "THROTTLING_SCOPES", Scope: name, Msg: fmt.Sprintf("want a mapping of keys (%s), got %T", strings.Join(scopeKeys, ", "), raw)}
+		}
+	}
+	sc := c.defaults(name)
+	sc.Raw = m
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		switch k {
+		case "concurrency", "min_concurrency":
+			n, err := settings.NonNegative(settings.Int).Convert(v)
+			if err != nil {
+				return nil, bad(k, "%v (want a non-negative integer)", err)
+			}
+			if k == "concurrency" {
+				sc.Concurrency, sc.ExplicitConcurrency = n.(int), true
+			} else {
+				if n.(int) < 1 {
+					return nil, bad(k, "must be at least 1")
+				}
+				sc.MinConcurrency = n.(int)
+			}
+		case "delay":
+			d, err := seconds(v)
+			if err != nil {
+				return nil, bad(k, "%v", err)
+			}
+			sc.Delay, sc.ExplicitDelay = d, true
+		case "jitter":
+			j, err := parseJitter(v)
+			if err != nil {
+				return nil, bad(k, "%v", err)
+			}
+			sc.Jitter = j
+		case "quota":
+			f, err := settings.NonNegative(settings.Float).Convert(v)
+			if err != nil {
+				return nil, bad(k, "%v (want a non-negative number)", err)
+			}
+			sc.Quota = f.(float64)
+		case "window":
+			d, err := seconds(v)
+			if err != nil {
+				return nil, bad(k, "%v", err)
+			}
+			if d <= 0 {
+				return nil, bad(k, "must be positive")
+			}
+			sc.Window = d
+		case "rampup":
+			r, err := c.parseRampup(name, v)
+			if err != nil {
+				return nil, err
+			}
+			sc.Rampup = r
+		case "backoff":
+			bm, ok := v.(map[string]any)
+			if !ok {
+				return nil, bad(k, "want a mapping with keys %s, got %T", strings.Join(backoffKeys, ", "), v)
+			}
+			if err := parseBackoff(name, bm, &sc.Backoff); err != nil {
+				return nil, err
+			}
+		case "manager":
+			s, ok := v.(string)
+			if !ok || s == "" {
+				return nil, bad(k, "want the registered name of a scope manager, got %v", v)
+			}
+			if _, err := lookupScopeManager(s); err != nil {
+				return nil, bad(k, "%v", err)
+			}
+			sc.Manager = s
+		case "ignore_robots_txt":
+			bv, err := settings.Bool.Convert(v)
+			if err != nil {
+				return nil, bad(k, "%v (want true or false)", err)
+			}
+			sc.IgnoreRobotsTxt = bv.(bool)
+		default:
+			msg := "unknown key (known: " + strings.Join(scopeKeys, ", ") + ")"
+			if s := closest(k, scopeKeys); s != "" {
+				msg = fmt.Sprintf("unknown key; did you mean %q?", s)
+			}
+			return nil, bad(k, "%s", msg)
+		}
+	}
+	if sc.Concurrency > 0 && sc.MinConcurrency > sc.Concurrency {
+		return nil, bad("min_concurrency", "%d is above concurrency %d", sc.MinConcurrency, sc.Concurrency)
+	}
+	return sc, nil
+}
+
+func parseBackoff(scope string, m map[string]any, b *BackoffConfig) error {
+	bad := func(key, format string, args ...any) error {
+		return &ConfigError{Setting: "THROTTLING_SCOPES", Scope: scope, Key: "backoff." + key, Msg: fmt.Sprintf(format, args...)}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		switch k {
+		case "http_codes":
+			l, err := settings.IntList.Convert(v)
+			if err != nil {
+				return bad(k, "%v (want a list of status codes)", err)
+			}
+			b.HTTPCodes = l.([]int)
+		case "exceptions":
+			l, err := settings.StringList.Convert(v)
+			if err != nil {
+				return bad(k, "%v (want a list of error kind names)", err)
+			}
+			b.Exceptions = l.([]string)
+		case "delay_factor":
+			f, err := settings.Float.Convert(v)
+			if err != nil {
+				return bad(k, "%v", err)
+			}
+			b.DelayFactor = f.(float64)
+		case "max_delay", "min_delay", "window":
+			d, err := seconds(v)
+			if err != nil {
+				return bad(k, "%v", err)
+			}
+			switch k {
+			case "max_delay":
+				b.MaxDelay = d
+			case "min_delay":
+				b.MinDelay = d
+			default:
+				b.Window = d
+			}
+		case "jitter":
+			j, err := parseJitter(v)
+			if err != nil {
+				return bad(k, "%v", err)
+			}
+			b.Jitter = j
+		default:
+			return bad(k, "unknown key (known: %s)", strings.Join(backoffKeys, ", "))
+		}
+	}
+	return b.finish(scope, "")
+}
+
+func (c *Config) parseRampup(scope string, v any) (RampupConfig, error) {
+	bad := func(key, format string, args ...any) error {
+		k := "rampup"
+		if key != "" {
+			k += "." + key
+		}
+		return &ConfigError{Setting: "THROTTLING_SCOPES", Scope: scope, Key: k, Msg: fmt.Sprintf(format, args...)}
+	}
+	r := RampupConfig{Target: c.RampupTarget, DelayFactor: DefaultRampupDelayFactor}
+	switch x := v.(type) {
+	case bool:
+		r.Enabled = x
+		return r, nil
+	case map[string]any:
+		r.Enabled = true
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			val := x[k]
+			switch k {
+			case "backoff_target":
+				t, err := settings.OneOf(settings.NonNegative(settings.Int), settings.IntPair).Convert(val)
+				if err != nil {
+					return r, bad(k, "%v (want an integer or [low, high])", err)
+				}
+				switch tt := t.(type) {
+				case int:
+					r.Target = [2]int{tt, tt}
+				case [2]int:
+					if tt[0] < 0 {
+						return r, bad(k, "low %d is negative", tt[0])
+					}
+					r.Target = tt
+				}
+			case "delay_factor":
+				f, err := settings.Float.Convert(val)
+				if err != nil {
+					return r, bad(k, "%v", err)
+				}
+				if ff := f.(float64); ff <= 0 || ff >= 1 {
+					return r, bad(k, "%v is not between 0 and 1 (exclusive): each rampup step multiplies the delay by it", ff)
+				}
+				r.DelayFactor = f.(float64)
+			case "min_delay":
+				d, err := seconds(val)
+				if err != nil {
+					return r, bad(k, "%v", err)
+				}
+				r.MinDelay = d
+			default:
+				return r, bad(k, "unknown key (known: %s)", strings.Join(rampupKeys, ", "))
+			}
+		}
+		return r, nil
+	}
+	return r, bad("", "want true, false or a mapping with keys %s, got %T", strings.Join(rampupKeys, ", "), v)
+}
+
+// defaults returns the configuration of a scope that THROTTLING_SCOPES
+// does not mention.
+func (c *Config) defaults(name string) *ScopeConfig {
+	sc := &ScopeConfig{Name: name, Kind: KindOfScope(name), MinConcurrency: 1, Jitter: c.Jitter,
+		Window: c.Window, Backoff: c.Backoff, Manager: c.ScopeManager,
+		Rampup: RampupConfig{Enabled: c.RampupAll, Target: c.RampupTarget, DelayFactor: DefaultRampupDelayFactor}}
+	sc.Backoff.HTTPCodes = slices.Clone(c.Backoff.HTTPCodes)
+	switch sc.Kind {
+	case KindDomain:
+		sc.Concurrency, sc.Delay = c.PerDomain, c.Delay
+	case KindIP:
+		sc.Concurrency, sc.Delay = c.PerIP, c.Delay
+	default:
+		sc.Concurrency = c.Other
+	}
+	return sc
+}
+
+// Scope returns the configuration of the named scope: its THROTTLING_SCOPES
+// entry merged over the defaults for its kind. The result is a copy.
+func (c *Config) Scope(name string) ScopeConfig {
+	if sc, ok := c.scopes[name]; ok {
+		return *sc
+	}
+	return *c.defaults(name)
+}
+
+// Configured reports whether THROTTLING_SCOPES has an entry for name.
+func (c *Config) Configured(name string) bool {
+	_, ok := c.scopes[name]
+	return ok
+}
+
+// ConfiguredScopes returns the names of the THROTTLING_SCOPES entries.
+func (c *Config) ConfiguredScopes() []string { return slices.Sorted(maps.Keys(c.scopes)) }
+
+// parseJitter reads RANDOMIZE_DOWNLOAD_DELAY, BACKOFF_JITTER and "jitter"
+// values: true = ±0.5, false = none, f = ±f, [low, high].
+func parseJitter(v any) ([2]float64, error) {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return [2]float64{-0.5, 0.5}, nil
+		}
+		return [2]float64{}, nil
+	case [2]float64:
+		if x[0] < -1 {
+			return x, fmt.Errorf("low %v is below -1 (delays cannot be negative)", x[0])
+		}
+		return x, nil
+	}
+	f, err := settings.OneOf(settings.NonNegative(settings.Float), settings.FloatPair).Convert(v)
+	if err != nil {
+		return [2]float64{}, fmt.Errorf("%v (want true, false, a factor such as 0.5, or [low, high])", err)
+	}
+	switch x := f.(type) {
+	case float64:
+		if x > 1 {
+			return [2]float64{}, fmt.Errorf("%v is above 1 (delays cannot be negative)", x)
+		}
+		return [2]float64{-x, x}, nil
+	case [2]float64:
+		if x[0] < -1 {
+			return x, fmt.Errorf("low %v is below -1 (delays cannot be negative)", x[0])
+		}
+		return x, nil
+	}
+	return [2]float64{}, fmt.Errorf("unexpected %T", f)
+}
+
+// seconds converts a non-negative number of seconds.
+func seconds(v any) (time.Duration, error) {
+	f, err := settings.NonNegative(settings.Float).Convert(v)
+	if err != nil {
+		return 0, fmt.Errorf("%v (want a non-negative number of seconds)", err)
+	}
+	s := f.(float64)
+	if math.IsInf(s, 0) || s > 1e9 {
+		return 0, fmt.Errorf("%v seconds is too large", s)
+	}
+	return time.Duration(s * float64(time.Second)), nil
+}
+
+// closest returns the candidate within edit distance 2 of s, or "".
+func closest(s string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if d := editDistance(s, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

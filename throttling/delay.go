@@ -1,0 +1,37 @@
+package throttling
+
+import (
+	"time"
+
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// metaDelayApplied marks a request whose throttling_delay was applied. It
+// is stored in Meta (a JSON-friendly bool) so that copies made for
+// retries and redirects, and requests restored from a disk queue, do not
+// wait again.
+const metaDelayApplied = "_throttling_delay_applied"
+
+// TakeRequestDelay returns the throttling_delay of req the first time it
+// is called for the request (and its copies), and 0 afterwards; it marks
+// the request as delayed. The gate that holds requests (the engine-gated
+// path, the throttling-aware scheduler) calls it when a request first
+// reaches it and holds the request that long before admission, without a
+// concurrency slot of the request's scopes. Invalid values (negative, not
+// a number) count as no delay.
+func TakeRequestDelay(req *spider.Request) time.Duration {
+	v := req.Get(MetaDelay)
+	if v == nil {
+		return 0
+	}
+	if done, _ := req.Get(metaDelayApplied).(bool); done {
+		return 0
+	}
+	req.Set(metaDelayApplied, true)
+	f, err := settings.NonNegative(settings.Float).Convert(v)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(f.(float64) * float64(time.Second))
+}

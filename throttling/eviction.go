@@ -1,0 +1,84 @@
+package throttling
+
+import "time"
+
+// Memory bounds. Every scope's state is an entry in a map and in a list
+// ordered by last use. Two rules evict idle entries (ScopeManager.IsIdle:
+// nothing in flight, no backoff, no pending delay or quota window):
+//
+//   - THROTTLING_SCOPE_LIMIT: after a new scope is created beyond the
+//     limit, the least recently used idle scopes are evicted until the
+//     count is back at the limit. Busy scopes are skipped, so the limit
+//     may be exceeded while that many scopes are busy.
+//   - THROTTLING_SCOPE_MAX_IDLE: scopes unused for that long are evicted by
+//     a sweep that runs at most every MaxIdle/8 (and at least once per
+//     completed request after that).
+//
+// An evicted scope is recreated from its configuration (and its robots.txt
+// Crawl-delay, kept separately) the next time it is needed.
+
+// maxEvictScan bounds the work of one eviction pass beyond the entries
+// actually evicted, so a crowd of busy scopes at the LRU end cannot make
+// every creation scan them all.
+const maxEvictScan = 64
+
+// evictLocked enforces THROTTLING_SCOPE_LIMIT. Callers hold t.mu.
+func (t *Throttler) evictLocked(now time.Time) {
+	limit := t.cfg.ScopeLimit
+	if limit <= 0 || len(t.scopes) <= limit {
+		return
+	}
+	scanned := 0
+	for el := t.lru.Back(); el != nil && len(t.scopes) > limit && scanned < maxEvictScan+len(t.scopes)-limit; {
+		prev := el.Prev()
+		e := el.Value.(*scopeEntry)
+		if el != t.lru.Front() && e.mgr.IsIdle(now, 0) {
+			t.removeLocked(e)
+		} else {
+			scanned++
+		}
+		el = prev
+	}
+}
+
+// sweepLocked enforces THROTTLING_SCOPE_MAX_IDLE. Callers hold t.mu.
+func (t *Throttler) sweepLocked(now time.Time) {
+	maxIdle := t.cfg.MaxIdle
+	if maxIdle <= 0 || now.Sub(t.lastSweep) < max(maxIdle/8, time.Millisecond) {
+		return
+	}
+	t.lastSweep = now
+	n := t.lru.Len()
+	for el := t.lru.Back(); el != nil && n > 0; n-- {
+		prev := el.Prev()
+		e := el.Value.(*scopeEntry)
+		if now.Sub(e.touched) < maxIdle {
+			break // the rest were used more recently
+		}
+		if e.mgr.IsIdle(now, maxIdle) {
+			t.removeLocked(e)
+		}
+		el = prev
+	}
+}
+
+func (t *Throttler) removeLocked(e *scopeEntry) {
+	t.lru.Remove(e.elem)
+	delete(t.scopes, e.name)
+	t.evictions++
+	t.dbg.Info().Str("scope", e.name).Str("reason", "evicted").Msg("throttling: idle scope state evicted")
+}
+
+// Len returns the number of scope states held in memory.
+func (t *Throttler) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.scopes)
+}
+
+// Evictions returns how many scope states were evicted so far.
+func (t *Throttler) Evictions() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.evictions
+}

@@ -1,0 +1,93 @@
+package throttling
+
+import "time"
+
+// SetRobotsDelay applies a robots.txt Crawl-delay to scope (the host's
+// scope), when ROBOTSTXT_OBEY and THROTTLING_ROBOTSTXT_OBEY are on: the
+// scope's concurrency becomes 1 and its delay the Crawl-delay, capped at
+// THROTTLING_ROBOTSTXT_MAX_DELAY. A THROTTLING_SCOPES entry that sets
+// concurrency or delay keeps its values; when they differ from the
+// robots.txt ones a warning is logged once, unless the entry sets
+// ignore_robots_txt. The Crawl-delay is remembered even when the scope's
+// state is evicted, and is part of Snapshot.
+//
+// It reports whether the delay was applied (false when the settings turn
+// it off). Calling it again with the same delay does nothing.
+func (t *Throttler) SetRobotsDelay(scope string, crawlDelay time.Duration) bool {
+	if !t.cfg.RobotsObey || crawlDelay < 0 {
+		return false
+	}
+	d := min(crawlDelay, t.cfg.RobotsMaxDelay)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if prev, ok := t.robots[scope]; ok && prev == d {
+		return true
+	}
+	t.robots[scope] = d
+	t.boundRobotsLocked(scope)
+	cfg := t.cfg.Scope(scope)
+	t.warnRobotsLocked(cfg, d, crawlDelay)
+	if e, ok := t.scopes[scope]; ok {
+		t.applyRobots(e, cfg, d)
+		t.notifyLocked(Scopes{{Name: scope}})
+	}
+	t.dbg.Info().Str("scope", scope).Float64("delay", d.Seconds()).Str("reason", "robots.txt").
+		Msg("throttling: robots.txt Crawl-delay applied")
+	return true
+}
+
+// RobotsDelay returns the Crawl-delay applied to scope, if any.
+func (t *Throttler) RobotsDelay(scope string) (time.Duration, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.robots[scope]
+	return d, ok
+}
+
+func (t *Throttler) applyRobots(e *scopeEntry, cfg ScopeConfig, d time.Duration) {
+	if !cfg.ExplicitConcurrency {
+		e.mgr.SetConcurrency(1)
+	}
+	if !cfg.ExplicitDelay {
+		e.mgr.SetBaseDelay(d)
+	}
+}
+
+func (t *Throttler) warnRobotsLocked(cfg ScopeConfig, d, crawlDelay time.Duration) {
+	if cfg.IgnoreRobotsTxt || t.warned[cfg.Name] {
+		return
+	}
+	concOff := cfg.ExplicitConcurrency && cfg.Concurrency != 1
+	delayOff := cfg.ExplicitDelay && cfg.Delay != d
+	if !concOff && !delayOff {
+		return
+	}
+	t.warned[cfg.Name] = true
+	ev := t.log.Warn().Str("scope", cfg.Name).Float64("crawl_delay", crawlDelay.Seconds()).
+		Float64("robots_delay", d.Seconds())
+	if cfg.ExplicitConcurrency {
+		ev = ev.Int("concurrency", cfg.Concurrency)
+	}
+	if cfg.ExplicitDelay {
+		ev = ev.Float64("delay", cfg.Delay.Seconds())
+	}
+	ev.Msg("THROTTLING_SCOPES disagrees with robots.txt Crawl-delay (which asks for concurrency 1 and this delay); " +
+		"keeping THROTTLING_SCOPES. Set ignore_robots_txt: true on the scope to silence this warning")
+}
+
+// boundRobotsLocked keeps the Crawl-delay map within the scope limit (it
+// only holds hosts whose robots.txt has a Crawl-delay).
+func (t *Throttler) boundRobotsLocked(keep string) {
+	limit := t.cfg.ScopeLimit
+	if limit <= 0 || len(t.robots) <= limit {
+		return
+	}
+	for name := range t.robots {
+		if len(t.robots) <= limit {
+			return
+		}
+		if _, held := t.scopes[name]; !held && name != keep {
+			delete(t.robots, name)
+		}
+	}
+}

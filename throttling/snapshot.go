@@ -1,0 +1,114 @@
+package throttling
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// ScopeSnapshot is the run-time state of one throttling scope in a form
+// that survives a restart (JSON-friendly: plain numbers, strings and
+// RFC 3339 times). A paused job stores the throttler's snapshot (see
+// Throttler.Snapshot) and a resumed job hands it back (Throttler.Restore),
+// so a scope that was backing off keeps backing off instead of starting
+// over at full speed.
+//
+// Durations are in seconds, as in the settings. Zero values mean "nothing
+// to restore" for that field.
+type ScopeSnapshot struct {
+	// Scope is the scope's name.
+	Scope string `json:"scope"`
+	// Delay is the scope's current delay in seconds (configured delay
+	// after backoff, recovery and rampup).
+	Delay float64 `json:"delay"`
+	// BackoffLevel is how many backoff steps the scope is above its
+	// configured (or rampup) delay; 0 when not backing off.
+	BackoffLevel int `json:"backoff_level,omitempty"`
+	// BlockedUntil is the end of a hard minimum delay (Retry-After,
+	// RateLimit-Reset, DelayScope): nothing is sent before it.
+	BlockedUntil time.Time `json:"blocked_until,omitzero"`
+	// LastTrigger is when the scope last got a backoff trigger; recovery
+	// counts quiet windows from it.
+	LastTrigger time.Time `json:"last_trigger,omitzero"`
+	// LastStep is when the scope last took a backoff step; responses to
+	// requests sent before it count toward that step.
+	LastStep time.Time `json:"last_step,omitzero"`
+	// QuotaUsed is the quota consumed in the current window.
+	QuotaUsed float64 `json:"quota_used,omitempty"`
+	// WindowStart is when the current quota window started.
+	WindowStart time.Time `json:"window_start,omitzero"`
+	// Concurrency is the scope's current concurrency limit (0 = unlimited).
+	Concurrency int `json:"concurrency"`
+	// RobotsDelay is the robots.txt Crawl-delay applied to the scope, in
+	// seconds, already capped at THROTTLING_ROBOTSTXT_MAX_DELAY; 0 = none.
+	RobotsDelay float64 `json:"robots_delay,omitempty"`
+	// HasRobots is true when RobotsDelay came from a robots.txt (even 0).
+	HasRobots bool `json:"has_robots,omitempty"`
+}
+
+// Snapshotter is implemented by scope managers whose state can be saved
+// and restored. The default ThrottlingScopeManager implements it; a custom
+// ScopeManager that does not is simply recreated from its configuration
+// when a job resumes.
+type Snapshotter interface {
+	// Snapshot returns the scope's state at now. Scope and the robots
+	// fields are filled in by the throttler.
+	Snapshot(now time.Time) ScopeSnapshot
+	// Restore loads a state saved by Snapshot.
+	Restore(now time.Time, s ScopeSnapshot)
+}
+
+func secondsOf(d time.Duration) float64 { return d.Seconds() }
+
+func durationOf(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Snapshot returns the state of every scope held in memory whose manager
+// implements Snapshotter, sorted by scope name. It is safe to call while
+// the crawl runs.
+func (t *Throttler) Snapshot() []ScopeSnapshot {
+	now := t.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]ScopeSnapshot, 0, len(t.scopes))
+	for name, e := range t.scopes {
+		sn, ok := e.mgr.(Snapshotter)
+		if !ok {
+			continue
+		}
+		s := sn.Snapshot(now)
+		s.Scope = name
+		if d, ok := t.robots[name]; ok {
+			s.RobotsDelay, s.HasRobots = secondsOf(d), true
+		}
+		out = append(out, s)
+	}
+	for name, d := range t.robots {
+		if _, held := t.scopes[name]; !held {
+			out = append(out, ScopeSnapshot{Scope: name, RobotsDelay: secondsOf(d), HasRobots: true})
+		}
+	}
+	slices.SortFunc(out, func(a, b ScopeSnapshot) int { return strings.Compare(a.Scope, b.Scope) })
+	return out
+}
+
+// Restore loads scope states saved by Snapshot, typically before the crawl
+// starts. Scopes are recreated from the current configuration first, so a
+// changed THROTTLING_SCOPES still applies; the saved backoff, quota and
+// robots.txt state is then laid over it.
+func (t *Throttler) Restore(snaps []ScopeSnapshot) {
+	now := t.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range snaps {
+		if s.Scope == "" {
+			continue
+		}
+		if s.HasRobots {
+			t.robots[s.Scope] = durationOf(s.RobotsDelay)
+		}
+		e := t.scope(s.Scope, now)
+		if sn, ok := e.mgr.(Snapshotter); ok {
+			sn.Restore(now, s)
+		}
+	}
+}

@@ -1,5 +1,0 @@
-package throttling
-
-import "errors"
-
-func errorsIs(err, target error) bool { return errors.Is(err, target) }
