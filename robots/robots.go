@@ -1,0 +1,309 @@
+// Package robots obeys robots.txt: a downloader middleware registered as
+// "RobotsTxt" (order 100 in DOWNLOADER_MIDDLEWARES_BASE) that, with
+// ROBOTSTXT_OBEY, fetches each origin's robots.txt once, caches it, drops
+// the requests it disallows, and hands its Crawl-delay to the throttler
+// (THROTTLING_ROBOTSTXT_OBEY).
+//
+// robots.txt is fetched through spider.Crawler.Download, so the fetch is a
+// throttled start like any other (start rate, the host's delay and
+// backoff); it does not wait for a concurrency slot of the host, because
+// the request that needs the answer already holds one. Concurrent first
+// requests to an origin wait for one fetch.
+//
+// What each outcome means (RFC 9309, section 2.3.1):
+//
+//   - 2xx: the rules apply. A file that cannot be parsed allows everything
+//     (and is logged); it never crashes the crawl.
+//   - 4xx other than 429 ("unavailable"), and a redirect that was not
+//     followed: everything is allowed.
+//   - 5xx, 429, or a network error ("unreachable"): complete disallow, for
+//     ROBOTSTXT_ERROR_RETRY seconds; the first request after that fetches
+//     robots.txt again. Requests dropped meanwhile are counted under
+//     engine/dropped/robots.txt and robotstxt/unreachable.
+//   - Parsed files are kept for 24 hours (RFC 9309 asks not to use a cached
+//     copy longer) in an LRU cache of ROBOTSTXT_CACHE_SIZE origins.
+package robots
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/temoto/robotstxt"
+
+	"github.com/gocrawl/gocrawl/middleware"
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
+)
+
+// MetaDontObey skips the robots.txt check for one request.
+const MetaDontObey = "dont_obey_robotstxt"
+
+// DropReason is the reason of the *middleware.DropError of disallowed
+// requests (stats key engine/dropped/robots.txt).
+const DropReason = "robots.txt"
+
+// CacheTTL is how long a fetched robots.txt is used before it is fetched
+// again.
+const CacheTTL = 24 * time.Hour
+
+func init() {
+	middleware.RegisterDownloader("RobotsTxt", func(c *spider.Crawler) (middleware.Downloader, error) {
+		if !c.Settings.Bool("ROBOTSTXT_OBEY") {
+			return nil, nil
+		}
+		return New(c)
+	})
+}
+
+// ErrUnreachable is the kind of the drop detail while an origin's
+// robots.txt is unreachable (5xx, 429, network error).
+var ErrUnreachable = errors.New("robots.txt unreachable: complete disallow (RFC 9309)")
+
+// ErrDisallowed is the kind of the drop detail of a disallowed request.
+var ErrDisallowed = errors.New("disallowed by robots.txt")
+
+// DelaySetter is what the middleware needs from the throttler to apply a
+// Crawl-delay; *throttling.Throttler implements it.
+type DelaySetter interface {
+	SetRobotsDelay(scope string, crawlDelay time.Duration) bool
+}
+
+// Middleware is the robots.txt downloader middleware. Create it with New.
+type Middleware struct {
+	c         *spider.Crawler
+	agent     string
+	errorTTL  time.Duration
+	size      int
+	delays    DelaySetter
+	now       func() time.Time
+	fetchFunc func(ctx context.Context, req *spider.Request) (*spider.Response, error)
+
+	mu      sync.Mutex
+	entries map[string]*list.Element // origin -> *entry
+	order   *list.List               // front = most recently used
+}
+
+type entry struct {
+	origin  string
+	ready   chan struct{} // closed when data/unreachable are set
+	data    *robotstxt.RobotsData
+	unreach bool
+	expires time.Time
+}
+
+// New builds the middleware for a crawl. The crawler's Throttler receives
+// Crawl-delays when it implements DelaySetter.
+func New(c *spider.Crawler) (*Middleware, error) {
+	if c.Download == nil {
+		return nil, fmt.Errorf("RobotsTxt: the crawler has no Download function to fetch robots.txt with")
+	}
+	m := &Middleware{c: c, agent: Agent(c.Settings.String("ROBOTSTXT_USER_AGENT"), c.Settings.String("USER_AGENT")),
+		errorTTL: c.Settings.Seconds("ROBOTSTXT_ERROR_RETRY"), size: c.Settings.Int("ROBOTSTXT_CACHE_SIZE"),
+		now: time.Now, fetchFunc: c.Download, entries: map[string]*list.Element{}, order: list.New()}
+	if d, ok := c.Throttler.(DelaySetter); ok {
+		m.delays = d
+	}
+	return m, nil
+}
+
+// Agent returns the user-agent token matched against robots.txt groups:
+// robotsAgent when set, else the product token of userAgent
+// ("gocrawl/1.0 (+https://...)" -> "gocrawl").
+func Agent(robotsAgent, userAgent string) string {
+	if a := strings.TrimSpace(robotsAgent); a != "" {
+		return a
+	}
+	ua := strings.TrimSpace(userAgent)
+	if i := strings.IndexAny(ua, "/ "); i >= 0 {
+		ua = ua[:i]
+	}
+	if ua == "" {
+		return "*"
+	}
+	return ua
+}
+
+// WrapFetcher implements middleware.Downloader.
+func (m *Middleware) WrapFetcher(next middleware.Fetcher) middleware.Fetcher {
+	return middleware.FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+		if err := m.Check(ctx, req); err != nil {
+			return nil, err
+		}
+		return next.Fetch(ctx, req)
+	})
+}
+
+// Check returns a *middleware.DropError when robots.txt forbids req, nil
+// when req may be fetched; it fetches the origin's robots.txt when needed.
+func (m *Middleware) Check(ctx context.Context, req *spider.Request) error {
+	if req.URL.Path == "/robots.txt" {
+		return nil
+	}
+	if skip, _ := req.Get(MetaDontObey).(bool); skip {
+		return nil
+	}
+	e, err := m.entry(ctx, req)
+	if err != nil {
+		return err
+	}
+	if e.unreach {
+		m.stat("robotstxt/unreachable_drops")
+		return &middleware.DropError{Reason: DropReason, Err: ErrUnreachable}
+	}
+	if !m.allowed(e.data, req) {
+		m.stat("robotstxt/forbidden")
+		return &middleware.DropError{Reason: DropReason, Err: ErrDisallowed}
+	}
+	return nil
+}
+
+func (m *Middleware) allowed(d *robotstxt.RobotsData, req *spider.Request) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = true // a parser bug must not stop the crawl
+		}
+	}()
+	path := req.URL.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if req.URL.RawQuery != "" {
+		path += "?" + req.URL.RawQuery
+	}
+	return d.TestAgent(path, m.agent)
+}
+
+func origin(req *spider.Request) string {
+	return req.URL.Scheme + "://" + req.Host()
+}
+
+// entry returns the origin's robots.txt, fetching it once for all
+// concurrent callers.
+func (m *Middleware) entry(ctx context.Context, req *spider.Request) (*entry, error) {
+	key := origin(req)
+	now := m.now()
+	m.mu.Lock()
+	if el, ok := m.entries[key]; ok {
+		e := el.Value.(*entry)
+		select {
+		case <-e.ready:
+			if now.Before(e.expires) {
+				m.order.MoveToFront(el)
+				m.mu.Unlock()
+				return e, nil
+			}
+			m.order.Remove(el) // expired: fetch again below
+			delete(m.entries, key)
+		default:
+			m.mu.Unlock()
+			select { // someone is fetching it
+			case <-e.ready:
+				return e, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	e := &entry{origin: key, ready: make(chan struct{})}
+	m.entries[key] = m.order.PushFront(e)
+	if m.size > 0 {
+		for m.order.Len() > m.size {
+			old := m.order.Back()
+			m.order.Remove(old)
+			delete(m.entries, old.Value.(*entry).origin)
+		}
+	}
+	m.mu.Unlock()
+
+	// The fetch outlives a cancelled first caller: others may wait on it.
+	go m.fetch(context.WithoutCancel(ctx), e, req)
+	select {
+	case <-e.ready:
+		return e, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (m *Middleware) fetch(ctx context.Context, e *entry, from *spider.Request) {
+	defer close(e.ready)
+	u := *from.URL
+	u.Path, u.RawPath, u.RawQuery, u.Fragment, u.User = "/robots.txt", "", "", "", nil
+	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObey: true}, DontFilter: true}
+	m.stat("robotstxt/request_count")
+	res, err := m.fetchFunc(throttling.WithoutSlot(ctx), req)
+	now := m.now()
+	log := m.c.Log.With().Str("url", u.String()).Logger()
+	switch {
+	case err != nil:
+		var drop *middleware.DropError
+		if errors.As(err, &drop) {
+			// Another middleware chose not to fetch it: nothing to obey.
+			e.data, e.expires = allowAll, now.Add(CacheTTL)
+			return
+		}
+		m.stat("robotstxt/unreachable")
+		log.Warn().Err(err).Dur("retry_in", m.errorTTL).Msg("robots.txt unreachable; disallowing the origin until it can be fetched (RFC 9309)")
+		e.unreach, e.expires = true, now.Add(m.errorTTL)
+		return
+	}
+	m.stat(fmt.Sprintf("robotstxt/response_status_count/%d", res.Status))
+	switch {
+	case res.Status >= 500 || res.Status == 429:
+		m.stat("robotstxt/unreachable")
+		log.Warn().Int("status", res.Status).Dur("retry_in", m.errorTTL).Msg("robots.txt unreachable; disallowing the origin until it can be fetched (RFC 9309)")
+		e.unreach, e.expires = true, now.Add(m.errorTTL)
+		return
+	case res.Status < 200 || res.Status >= 300:
+		e.data, e.expires = allowAll, now.Add(CacheTTL)
+		return
+	}
+	data, perr := parse(res.Body)
+	if perr != nil {
+		m.stat("robotstxt/malformed")
+		log.Warn().Err(perr).Msg("robots.txt could not be parsed; allowing everything on this origin")
+		data = allowAll
+	}
+	e.data, e.expires = data, now.Add(CacheTTL)
+	m.applyDelay(data, from)
+}
+
+func (m *Middleware) applyDelay(data *robotstxt.RobotsData, req *spider.Request) {
+	if m.delays == nil {
+		return
+	}
+	g := data.FindGroup(m.agent)
+	if g == nil || g.CrawlDelay <= 0 {
+		return
+	}
+	m.delays.SetRobotsDelay(req.Host(), g.CrawlDelay)
+}
+
+var allowAll, _ = robotstxt.FromStatusAndBytes(404, nil)
+
+func parse(body []byte) (data *robotstxt.RobotsData, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			data, err = nil, fmt.Errorf("robots.txt parser panicked: %v", v)
+		}
+	}()
+	return robotstxt.FromBytes(body)
+}
+
+func (m *Middleware) stat(key string) {
+	if m.c.Stats != nil {
+		m.c.Stats.Inc(key, 1)
+	}
+}
+
+// Len returns the number of origins cached.
+func (m *Middleware) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.order.Len()
+}
