@@ -337,12 +337,30 @@ func TestNewProjectBuilds(t *testing.T) {
 			t.Fatalf("go %v in the new project: %v\n%s", args, err, out)
 		}
 	}
+	// The README's example program builds too.
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, ok := firstGoBlock(string(readme))
+	if !ok {
+		t.Fatal("README.md has no ```go block")
+	}
+	os.MkdirAll(filepath.Join(proj, "readme"), 0o755)
+	os.WriteFile(filepath.Join(proj, "readme", "main.go"), []byte(code), 0o644)
+	cmd := exec.Command(goTool, "build", "-o", filepath.Join(dir, "readme-bin"), "./readme")
+	cmd.Dir = proj
+	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("the README's example does not build: %v\n%s", err, out)
+	}
+
 	// The project's binary lists its spider and reads its gocrawl.yaml.
 	out, err := exec.Command(bin, "list").Output()
 	if err != nil || string(out) != "shop_items\n" {
 		t.Errorf("list: %q, %v", out, err)
 	}
-	cmd := exec.Command(bin, "settings", "DOWNLOAD_DELAY")
+	cmd = exec.Command(bin, "settings", "DOWNLOAD_DELAY")
 	cmd.Dir = proj
 	if out, err := cmd.Output(); err != nil || string(out) != "1\n" {
 		t.Errorf("settings DOWNLOAD_DELAY in the project: %q, %v", out, err)
@@ -383,4 +401,14 @@ func TestDemo(t *testing.T) {
 	if !strings.Contains(r.stderr, fmt.Sprintf("%d items written", len(lines))) {
 		t.Errorf("summary does not count the %d items:\n%s", len(lines), r.stderr)
 	}
+}
+
+// firstGoBlock returns the content of the first ```go fenced block of md.
+func firstGoBlock(md string) (string, bool) {
+	_, rest, ok := strings.Cut(md, "```go\n")
+	if !ok {
+		return "", false
+	}
+	code, _, ok := strings.Cut(rest, "```")
+	return code, ok
 }
