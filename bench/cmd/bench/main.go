@@ -1,0 +1,313 @@
+// Command bench runs the benchmark scenarios of issue 7 with gocrawl and
+// Colly, each crawler in its own process (bench/cmd/runner) against a site
+// served by another process (bench/cmd/site), then prints one table with
+// the gocrawl/colly ratios and writes every number as CSV.
+//
+//	go build -o bin/ ./cmd/... && bin/bench -bin bin -csv results.csv
+//
+// bench/run.sh does exactly that.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gocrawl/gocrawl/bench/scenario"
+	"github.com/gocrawl/gocrawl/internal/simsite"
+)
+
+// run is one crawler variant against a fresh site.
+type run struct {
+	sc      scenario.Scenario
+	variant scenario.Variant
+
+	result struct {
+		Seconds   float64 `json:"seconds"`
+		Responses int64   `json:"responses"`
+		OK        int64   `json:"ok"`
+		Errors    int64   `json:"errors"`
+	}
+	cpu    time.Duration // user + system time of the runner process
+	rssKB  int64         // peak resident set size of the runner process
+	server map[string]simsite.HostStats
+	err    error
+}
+
+func main() {
+	bin := flag.String("bin", "bin", "folder with the site and runner binaries")
+	only := flag.String("scenarios", "S1,S2,S3,S4", "comma-separated scenarios to run (S2 includes S2-alone, S4 both S4 runs)")
+	csvPath := flag.String("csv", "bench-results.csv", "where to write every measurement as CSV")
+	flag.Parse()
+	if err := mainErr(*bin, *only, *csvPath); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func mainErr(bin, only, csvPath string) error {
+	want := map[string]bool{}
+	for _, s := range strings.Split(only, ",") {
+		want[strings.TrimSpace(s)] = true
+	}
+	var serial, parallel []*run
+	for _, sc := range scenario.All() {
+		if !want[sc.Name] && !want[strings.SplitN(sc.Name, "-", 2)[0]] {
+			continue
+		}
+		for _, v := range sc.Variants {
+			r := &run{sc: sc, variant: v}
+			// Rate-limited scenarios barely use the CPU: run them side by
+			// side, each against its own site process (limits are per site).
+			if sc.Name == "S2" || sc.Name == "S3" {
+				parallel = append(parallel, r)
+			} else {
+				serial = append(serial, r)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for _, r := range parallel {
+		wg.Go(func() { r.err = r.do(bin) })
+	}
+	for _, r := range serial { // CPU-bound or timing-sensitive: one at a time
+		fmt.Fprintf(os.Stderr, "running %s %s...\n", r.sc.Name, r.variant.Name)
+		r.err = r.do(bin)
+	}
+	if len(parallel) > 0 {
+		fmt.Fprintln(os.Stderr, "waiting for the rate-limited scenarios (S2, S3)...")
+	}
+	wg.Wait()
+	var ok []*run
+	var errs []error
+	for _, r := range append(serial, parallel...) {
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", r.sc.Name, r.variant.Name, r.err))
+		} else {
+			ok = append(ok, r)
+		}
+	}
+	rows := table(ok)
+	printTable(os.Stdout, rows)
+	if err := writeCSV(csvPath, rows); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// do starts the site, runs the crawler against it, and reads the
+// server's records.
+func (r *run) do(bin string) error {
+	site := exec.Command(filepath.Join(bin, "site"), "-scenario", r.sc.Name)
+	site.Stderr = os.Stderr
+	in, err := site.StdinPipe()
+	if err != nil {
+		return err
+	}
+	outPipe, err := site.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := site.Start(); err != nil {
+		return err
+	}
+	defer site.Wait()
+	defer in.Close()
+	out := bufio.NewReader(outPipe)
+	urls, err := out.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("site: %w", err)
+	}
+
+	runner := exec.Command(filepath.Join(bin, "runner"), "-scenario", r.sc.Name, "-variant", r.variant.Name, "-urls", strings.TrimSpace(string(urls)))
+	runner.Stderr = os.Stderr
+	res, err := runner.Output()
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	if err := json.Unmarshal(res, &r.result); err != nil {
+		return fmt.Errorf("runner output %q: %w", res, err)
+	}
+	ps := runner.ProcessState
+	r.cpu = ps.UserTime() + ps.SystemTime()
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		r.rssKB = ru.Maxrss
+	}
+
+	if _, err := io.WriteString(in, "stats\n"); err != nil {
+		return err
+	}
+	line, err := out.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("site stats: %w", err)
+	}
+	if err := json.Unmarshal(line, &r.server); err != nil {
+		return fmt.Errorf("site stats: %w", err)
+	}
+	_, err = io.WriteString(in, "quit\n")
+	return err
+}
+
+// row is one measurement across variants.
+type row struct {
+	scenario, metric, target string
+	values                   map[string]float64 // variant -> value
+	ratio                    bool               // print gocrawl/colly
+}
+
+func find(runs []*run, sc, variant string) *run {
+	i := slices.IndexFunc(runs, func(r *run) bool { return r.sc.Name == sc && r.variant.Name == variant })
+	if i < 0 {
+		return nil
+	}
+	return runs[i]
+}
+
+// start is the first request of the run, over every host.
+func (r *run) start() time.Time {
+	var t time.Time
+	for _, h := range r.server {
+		if t.IsZero() || h.First.Before(t) {
+			t = h.First
+		}
+	}
+	return t
+}
+
+// finish is when the run's last request to host ended, from its start.
+func (r *run) finish(host string) float64 { return r.server[host].Last.Sub(r.start()).Seconds() }
+
+func okPerSecond(h simsite.HostStats) float64 {
+	if d := h.Last.Sub(h.First).Seconds(); d > 0 {
+		return float64(h.ByStatus[200]) / d
+	}
+	return 0
+}
+
+func table(runs []*run) []row {
+	var rows []row
+	add := func(sc, metric, target string, ratio bool, f func(r *run) (float64, bool)) {
+		rw := row{scenario: sc, metric: metric, target: target, ratio: ratio, values: map[string]float64{}}
+		for _, r := range runs {
+			if r.sc.Name != sc {
+				continue
+			}
+			if v, ok := f(r); ok {
+				rw.values[r.variant.Name] = v
+			}
+		}
+		if len(rw.values) > 0 {
+			rows = append(rows, rw)
+		}
+	}
+	always := func(f func(r *run) float64) func(r *run) (float64, bool) {
+		return func(r *run) (float64, bool) { return f(r), true }
+	}
+
+	add("S1", "pages/s", ">= 1.5x colly", true, always(func(r *run) float64 { return float64(r.result.Responses) / r.result.Seconds }))
+	add("S1", "CPU s / 1000 pages", "<= colly", true, always(func(r *run) float64 { return r.cpu.Seconds() / float64(r.result.Responses) * 1000 }))
+	add("S1", "peak RSS MB", "", true, always(func(r *run) float64 { return float64(r.rssKB) / 1024 }))
+	add("S1", "pages ok (server)", "20000", false, always(func(r *run) float64 { return float64(r.server["one"].ByStatus[200]) }))
+
+	for _, host := range []string{"strict", "lenient"} {
+		add("S2", host+" ok", "500", false, always(func(r *run) float64 { return float64(r.server[host].ByStatus[200]) }))
+		add("S2", host+" 429", "", false, always(func(r *run) float64 { return float64(r.server[host].ByStatus[429]) }))
+		add("S2", host+" ok/s", "", true, always(func(r *run) float64 { return okPerSecond(r.server[host]) }))
+		add("S2", host+" peak in-flight", "", false, always(func(r *run) float64 { return float64(r.server[host].PeakConcurrent) }))
+		add("S2", host+" starts in first 500 ms", "", false, always(func(r *run) float64 { return float64(r.server[host].StartsFirst500ms) }))
+		add("S2", host+" finish s", "", true, always(func(r *run) float64 { return r.finish(host) }))
+	}
+	add("S2", "strict 429 share %", "< 5", false, always(func(r *run) float64 {
+		h := r.server["strict"]
+		return 100 * float64(h.ByStatus[429]) / float64(max(1, h.Requests))
+	}))
+	add("S2", "strict ok/s % of 10/s allowed", ">= 80", false, always(func(r *run) float64 { return 100 * okPerSecond(r.server["strict"]) / scenario.StrictRate }))
+	add("S2", "lenient finish / alone", "<= 1.25", false, func(r *run) (float64, bool) {
+		alone := find(runs, "S2-alone", r.variant.Name)
+		if alone == nil {
+			return 0, false
+		}
+		return r.finish("lenient") / alone.finish("lenient"), true
+	})
+	add("S2-alone", "lenient finish s", "", true, always(func(r *run) float64 { return r.finish("lenient") }))
+
+	add("S3", "requests inside Retry-After", "0", false, always(func(r *run) float64 { return float64(r.server["retry"].RetryAfterViolations) }))
+	add("S3", "429", "", false, always(func(r *run) float64 { return float64(r.server["retry"].ByStatus[429]) }))
+	add("S3", "ok", "100", false, always(func(r *run) float64 { return float64(r.server["retry"].ByStatus[200]) }))
+
+	add("S4-alone", "fast finish s", "", true, always(func(r *run) float64 { return r.finish("fast") }))
+	add("S4-mixed", "fast finish s", "", true, always(func(r *run) float64 { return r.finish("fast") }))
+	add("S4-mixed", "slow finish s", "", true, always(func(r *run) float64 { return r.finish("slow") }))
+	add("S4-mixed", "fast finish / alone", "", true, func(r *run) (float64, bool) {
+		alone := find(runs, "S4-alone", r.variant.Name)
+		if alone == nil {
+			return 0, false
+		}
+		return r.finish("fast") / alone.finish("fast"), true
+	})
+	return rows
+}
+
+var variantOrder = []string{"gocrawl", "gocrawl-rampup", "colly"}
+
+func printTable(w io.Writer, rows []row) {
+	fmt.Fprintf(w, "%-9s %-32s %12s %15s %12s %14s  %s\n", "scenario", "metric", "gocrawl", "gocrawl-rampup", "colly", "gocrawl/colly", "target")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%-9s %-32s", r.scenario, r.metric)
+		for i, v := range variantOrder {
+			width := []int{12, 15, 12}[i]
+			if x, ok := r.values[v]; ok {
+				fmt.Fprintf(w, " %*s", width, num(x))
+			} else {
+				fmt.Fprintf(w, " %*s", width, "-")
+			}
+		}
+		ratio := "-"
+		g, gok := r.values["gocrawl"]
+		c, cok := r.values["colly"]
+		if r.ratio && gok && cok && c != 0 {
+			ratio = fmt.Sprintf("%.2fx", g/c)
+		}
+		fmt.Fprintf(w, " %14s  %s\n", ratio, r.target)
+	}
+}
+
+func num(x float64) string {
+	switch {
+	case x == float64(int64(x)) && x < 1e6:
+		return fmt.Sprintf("%d", int64(x))
+	case x >= 100:
+		return fmt.Sprintf("%.0f", x)
+	case x >= 10:
+		return fmt.Sprintf("%.1f", x)
+	default:
+		return fmt.Sprintf("%.3g", x)
+	}
+}
+
+func writeCSV(path string, rows []row) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(f, "scenario,metric,variant,value,target")
+	for _, r := range rows {
+		for _, v := range variantOrder {
+			if x, ok := r.values[v]; ok {
+				fmt.Fprintf(f, "%s,%q,%s,%g,%q\n", r.scenario, r.metric, v, x, r.target)
+			}
+		}
+	}
+	return f.Close()
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/gocolly/colly/v2"
+
+	"github.com/gocrawl/gocrawl/bench/scenario"
+)
+
+// runColly crawls with Colly configured as its documentation recommends for
+// parallel scraping: an asynchronous collector and one LimitRule for every
+// domain with the scenario's parallelism and the variant's delay. Colly's
+// other defaults are kept (robots.txt ignored, no retries, its own HTTP
+// client).
+func runColly(_ context.Context, sc scenario.Scenario, v scenario.Variant, starts []string) (Result, error) {
+	var res Result
+	var responses, ok, errs atomic.Int64
+	c := colly.NewCollector(colly.Async(true))
+	if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: sc.Concurrency, Delay: v.CollyDelay}); err != nil {
+		return res, err
+	}
+	c.OnHTML("a[href]", func(e *colly.HTMLElement) {
+		_ = e.Request.Visit(e.Attr("href")) // already visited: an error, ignored
+	})
+	c.OnResponse(func(r *colly.Response) {
+		responses.Add(1)
+		ok.Add(1)
+	})
+	c.OnError(func(r *colly.Response, err error) {
+		if r != nil && r.StatusCode != 0 {
+			responses.Add(1)
+		}
+		errs.Add(1)
+	})
+	for _, u := range starts {
+		if err := c.Visit(u); err != nil {
+			return res, err
+		}
+	}
+	c.Wait()
+	res.Responses, res.OK, res.Errors = responses.Load(), ok.Load(), errs.Load()
+	return res, nil
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/gocrawl/gocrawl/bench/scenario"
+	"github.com/gocrawl/gocrawl/engine"
+	"github.com/gocrawl/gocrawl/metrics"
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// linkSpider follows every link of every page: the same work as the colly
+// runner's OnHTML("a[href]").
+type linkSpider struct{ spider.Base }
+
+func (*linkSpider) Name() string { return "bench" }
+
+func (s *linkSpider) Parse(ctx context.Context, res *spider.Response, out spider.Output) error {
+	out.FollowAll(res, res.Find("a[href]"), nil)
+	return nil
+}
+
+// runGocrawl crawls with the gocrawl engine as `gocrawl crawl` runs it:
+// the scenario's global concurrency, the variant's settings over the
+// defaults, and the metrics recorder observing every request.
+func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, urls map[string]string, starts []string) (Result, error) {
+	var res Result
+	set := settings.New()
+	if err := set.Set("CONCURRENT_REQUESTS", sc.Concurrency, settings.SourceCommandLine, "bench"); err != nil {
+		return res, err
+	}
+	for k, val := range v.Settings {
+		if k == "THROTTLING_SCOPES" {
+			val = hostScopes(val.(map[string]any), urls)
+		}
+		if err := set.Set(k, val, settings.SourceSpider, "bench variant "+v.Name); err != nil {
+			return res, err
+		}
+	}
+	mon, err := metrics.NewMonitor(set, metrics.MonitorOptions{})
+	if err != nil {
+		return res, err
+	}
+	eng, err := engine.New(&linkSpider{Base: spider.Base{StartURLs: starts}}, set, engine.Options{Observers: []engine.Observer{mon.Recorder()}})
+	if err != nil {
+		return res, err
+	}
+	if err := mon.Start(eng); err != nil {
+		return res, err
+	}
+	if _, err := eng.Run(ctx); err != nil {
+		return res, err
+	}
+	snap, err := mon.Finish("finished")
+	if err != nil {
+		return res, err
+	}
+	res.Responses, res.OK = snap.Global.Responses, snap.Global.OK
+	res.Errors = snap.Global.Completed() - snap.Global.OK
+	return res, nil
+}
+
+// hostScopes replaces "$host" keys of a THROTTLING_SCOPES value by the
+// throttling scope of that simulated host ("localhost:PORT").
+func hostScopes(m map[string]any, urls map[string]string) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		if name, ok := strings.CutPrefix(k, "$"); ok {
+			if u, err := url.Parse(urls[name]); err == nil {
+				k = spider.HostKey(u)
+			} else {
+				k = fmt.Sprintf("invalid-host-%s", name)
+			}
+		}
+		out[k] = v
+	}
+	return out
+}

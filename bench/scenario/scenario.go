@@ -1,0 +1,166 @@
+// Package scenario defines the benchmark scenarios of issue 7 (S1-S4): the
+// simulated site each one serves and how each crawler is configured for it.
+// The site process, the crawler runners and the orchestrator all read the
+// definitions from here, so they cannot disagree.
+package scenario
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/gocrawl/gocrawl/internal/simsite"
+)
+
+// Scenario is one benchmark situation.
+type Scenario struct {
+	// Name, e.g. "S1".
+	Name string
+	// About is a one-line description for the report.
+	About string
+	// Site is what the site process serves.
+	Site simsite.Config
+	// Concurrency is the global pool size of both crawlers.
+	Concurrency int
+	// Variants are the crawler configurations run against the site.
+	Variants []Variant
+}
+
+// Variant is one crawler configuration.
+type Variant struct {
+	// Name labels the variant in the table ("gocrawl", "colly", ...).
+	Name string
+	// Crawler is "gocrawl" or "colly".
+	Crawler string
+	// Settings are the gocrawl settings over its defaults.
+	Settings map[string]any
+	// CollyDelay is the Delay of colly's LimitRule.
+	CollyDelay time.Duration
+}
+
+// Hosts returns the host names of s's site.
+func (s Scenario) Hosts() []string {
+	out := make([]string, len(s.Site.Hosts))
+	for i, h := range s.Site.Hosts {
+		out[i] = h.Name
+	}
+	return out
+}
+
+// Variant returns the named variant.
+func (s Scenario) Variant(name string) (Variant, error) {
+	i := slices.IndexFunc(s.Variants, func(v Variant) bool { return v.Name == name })
+	if i < 0 {
+		return Variant{}, fmt.Errorf("scenario %s has no variant %q", s.Name, name)
+	}
+	return s.Variants[i], nil
+}
+
+// quiet are the gocrawl settings every run shares: colly obeys no
+// robots.txt by default, and the bench measures crawling, not logging.
+func quiet(extra map[string]any) map[string]any {
+	m := map[string]any{"ROBOTSTXT_OBEY": false, "LOG_LEVEL": "ERROR", "LOGSTATS_INTERVAL": 0, "STATS_DUMP": false,
+		"PROGRESS_DISPLAY": "off", "DOWNLOAD_TIMEOUT": 30}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+var latency = simsite.LatencyConfig{Kind: simsite.LatencyUniform, Min: 5 * time.Millisecond, Max: 20 * time.Millisecond}
+
+// strictLimit is the strict host of the spec's two-host experiment: a
+// per-client token bucket of 10 requests/s with burst 5, answering 429
+// with Retry-After in seconds.
+var strictLimit = simsite.LimitConfig{Rate: 10, Burst: 5, Status: http.StatusTooManyRequests, RetryAfter: simsite.RetryAfterSeconds}
+
+// StrictRate is the rate (requests/s) the strict host allows.
+const StrictRate = 10.0
+
+// All returns the scenarios, in order.
+func All() []Scenario {
+	return []Scenario{
+		{
+			Name:  "S1",
+			About: "raw throughput: 20,000 pages, one host, no limits, concurrency 64",
+			Site: simsite.Config{Hosts: []simsite.HostConfig{{Name: "one", Seed: 1,
+				Pages: simsite.PagesConfig{Count: 20000, Graph: simsite.GraphTree, Fanout: 10, Size: 4096}}}},
+			Concurrency: 64,
+			Variants: []Variant{
+				{Name: "gocrawl", Crawler: "gocrawl", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+				{Name: "colly", Crawler: "colly"},
+			},
+		},
+		{
+			Name:  "S2",
+			About: "two hosts, 500 pages each: strict (10 req/s, burst 5, 429 + Retry-After) and lenient; concurrency 50",
+			Site: simsite.Config{Hosts: []simsite.HostConfig{
+				{Name: "strict", Seed: 2, Pages: simsite.PagesConfig{Count: 500, Graph: simsite.GraphTree, Fanout: 10, Size: 4096}, Latency: latency, Limit: strictLimit},
+				{Name: "lenient", Seed: 1, Pages: simsite.PagesConfig{Count: 500, Graph: simsite.GraphTree, Fanout: 10, Size: 4096}, Latency: latency},
+			}},
+			Concurrency: 50,
+			Variants: []Variant{
+				{Name: "gocrawl", Crawler: "gocrawl", Settings: quiet(nil)},
+				{Name: "gocrawl-rampup", Crawler: "gocrawl", Settings: quiet(map[string]any{"THROTTLING_SCOPES": map[string]any{"$strict": map[string]any{"rampup": true}}})},
+				{Name: "colly", Crawler: "colly", CollyDelay: 100 * time.Millisecond},
+			},
+		},
+		{
+			Name:  "S2-alone",
+			About: "the lenient host of S2 alone (its time alone, for the 1.25x target); concurrency 50",
+			Site: simsite.Config{Hosts: []simsite.HostConfig{
+				{Name: "lenient", Seed: 1, Pages: simsite.PagesConfig{Count: 500, Graph: simsite.GraphTree, Fanout: 10, Size: 4096}, Latency: latency},
+			}},
+			Concurrency: 50,
+			Variants: []Variant{
+				{Name: "gocrawl", Crawler: "gocrawl", Settings: quiet(nil)},
+				{Name: "gocrawl-rampup", Crawler: "gocrawl", Settings: quiet(nil)},
+				{Name: "colly", Crawler: "colly", CollyDelay: 100 * time.Millisecond},
+			},
+		},
+		{
+			Name:  "S3",
+			About: "Retry-After honoured: 100 pages, 10 req/s burst 5, 429 with Retry-After: 2; concurrency 16",
+			Site: simsite.Config{Hosts: []simsite.HostConfig{
+				{Name: "retry", Seed: 4, Pages: simsite.PagesConfig{Count: 100, Graph: simsite.GraphTree, Fanout: 10, Size: 4096}, Latency: latency,
+					Limit: simsite.LimitConfig{Rate: 10, Burst: 5, Status: http.StatusTooManyRequests, RetryAfter: simsite.RetryAfterSeconds, RetryAfterValue: 2 * time.Second}},
+			}},
+			Concurrency: 16,
+			Variants: []Variant{
+				{Name: "gocrawl", Crawler: "gocrawl", Settings: quiet(nil)},
+				{Name: "colly", Crawler: "colly", CollyDelay: 100 * time.Millisecond},
+			},
+		},
+		s4("S4-alone", false),
+		s4("S4-mixed", true),
+	}
+}
+
+// s4 is the head-of-line scenario: a fast host (3,000 pages, 10 ms) alone
+// or with a slow host (200 pages, 1 s each); concurrency 16.
+func s4(name string, mixed bool) Scenario {
+	hosts := []simsite.HostConfig{{Name: "fast", Seed: 5, Pages: simsite.PagesConfig{Count: 3000, Graph: simsite.GraphTree, Fanout: 10, Size: 4096},
+		Latency: simsite.LatencyConfig{Kind: simsite.LatencyFixed, Fixed: 10 * time.Millisecond}}}
+	about := "head-of-line: fast host alone (3,000 pages, 10 ms)"
+	if mixed {
+		hosts = append(hosts, simsite.HostConfig{Name: "slow", Seed: 6, Pages: simsite.PagesConfig{Count: 200, Graph: simsite.GraphTree, Fanout: 10, Size: 4096},
+			Latency: simsite.LatencyConfig{Kind: simsite.LatencyFixed, Fixed: time.Second}})
+		about = "head-of-line: fast host with a slow host (200 pages, 1 s each)"
+	}
+	return Scenario{Name: name, About: about + "; concurrency 16", Site: simsite.Config{Hosts: hosts}, Concurrency: 16,
+		Variants: []Variant{
+			{Name: "gocrawl", Crawler: "gocrawl", Settings: quiet(nil)},
+			{Name: "colly", Crawler: "colly"},
+		}}
+}
+
+// Find returns the named scenario.
+func Find(name string) (Scenario, error) {
+	all := All()
+	i := slices.IndexFunc(all, func(s Scenario) bool { return s.Name == name })
+	if i < 0 {
+		return Scenario{}, fmt.Errorf("unknown scenario %q", name)
+	}
+	return all[i], nil
+}
