@@ -60,7 +60,7 @@ func TestFingerprint(t *testing.T) {
 		"body":   fp("GET", "http://a.com/x", "q=1"),
 		"path":   fp("GET", "http://a.com/X", ""),
 		"scheme": fp("GET", "https://a.com/x", ""),
-		"query":  fp("GET", "http://a.com/x?", "") /* empty query equals none */,
+		"query":  fp("GET", "http://a.com/x?", ""), /* empty query equals none */
 	} {
 		if name == "query" {
 			if other != base {
