@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -148,7 +148,7 @@ func (a *App) crawl(ctx context.Context, spec crawlSpec) (*engine.Result, error)
 
 // buildFeeds returns the exporters of the FEEDS setting plus those of -o
 // (append) and -O (overwrite) with format from -t or the extension.
-func buildFeeds(s *settings.Settings, appendTo, overwrite []string, format string) ([]*feed.Exporter, error) {
+func buildFeeds(s *settings.Settings, stdout io.Writer, appendTo, overwrite []string, format string) ([]*feed.Exporter, error) {
 	if len(appendTo) > 0 && len(overwrite) > 0 {
 		return nil, usagef("use -o FILE (append) or -O FILE (overwrite), not both")
 	}
@@ -172,7 +172,7 @@ func buildFeeds(s *settings.Settings, appendTo, overwrite []string, format strin
 			if f == "" {
 				return usagef("-o -: name the format of standard output with -t jsonl|json|csv")
 			}
-			ex, err := feed.NewWriter(os.Stdout, o)
+			ex, err := feed.NewWriter(stdout, o)
 			if err != nil {
 				return usagef("%s -: %v", flag, err)
 			}

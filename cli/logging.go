@@ -46,7 +46,8 @@ func newLogger(s *settings.Settings, stderr io.Writer) (zerolog.Logger, func() e
 		closeFn()
 		return zerolog.Nop(), nil, usagef("LOG_FORMAT %q: use auto, console or json", s.String("LOG_FORMAT"))
 	}
-	return zerolog.New(out).Level(level).With().Timestamp().Logger(), closeFn, nil
+	// Callbacks log from many goroutines; stderr may be any io.Writer.
+	return zerolog.New(zerolog.SyncWriter(out)).Level(level).With().Timestamp().Logger(), closeFn, nil
 }
 
 func parseLevel(s string) (zerolog.Level, error) {

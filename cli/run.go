@@ -45,7 +45,7 @@ second one aborts them.`,
 			if err != nil {
 				return err
 			}
-			feeds, err := buildFeeds(s, appendTo, overwrite, format)
+			feeds, err := buildFeeds(s, a.Stdout, appendTo, overwrite, format)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/spiders/follow"
+)
+
+// endless serves /n linking to /n+1 and /n+2 forever; trigger is called
+// (once) when the n-th page is requested.
+func endless(t *testing.T, n int64, trigger func()) *httptest.Server {
+	var count atomic.Int64
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		if count.Add(1) >= n {
+			once.Do(trigger)
+		}
+		var i int
+		fmt.Sscanf(r.URL.Path, "/%d", &i)
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<html><head><title>%d</title></head><body><a href="/%d">n</a><a href="/%d">n</a></body></html>`, i, i+1, i+2)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestSignalStopsGracefullyWithValidJSON(t *testing.T) {
+	sig := make(chan os.Signal, 2)
+	srv := endless(t, 5, func() { sig <- os.Interrupt })
+	out := filepath.Join(t.TempDir(), "items.json")
+	var stdout, stderr bytes.Buffer
+	app := &App{Stdout: &stdout, Stderr: &stderr, Signals: sig}
+	code := app.run(context.Background(), []string{"run", "follow", "-a", "start_urls=" + srv.URL + "/0", "-O", out,
+		"-s", "LOG_FORMAT=json", "-s", "CONCURRENT_REQUESTS=2"}, nil)
+	// run needs the spider registered.
+	if code != ExitUsage {
+		t.Fatalf("without spiders: exit %d, want %d", code, ExitUsage)
+	}
+	stderr.Reset()
+	code = app.run(context.Background(), []string{"run", "follow", "-a", "start_urls=" + srv.URL + "/0", "-O", out,
+		"-s", "LOG_FORMAT=json", "-s", "CONCURRENT_REQUESTS=2"}, spidersForTest())
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"press Ctrl-C again to abort", "--- follow: shutdown after"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []follow.Page
+	if err := json.Unmarshal(b, &items); err != nil {
+		t.Fatalf("items.json is not a valid array after a graceful stop: %v\n%s", err, b)
+	}
+	if len(items) < 5 {
+		t.Errorf("%d items, want at least the 5 pages fetched before the signal", len(items))
+	}
+}
+
+func TestContextCancelStopsGracefully(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := endless(t, 3, cancel)
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"run", "follow", "-a", "start_urls=" + srv.URL + "/0", "-o", "-", "-t", "jsonl",
+		"-s", "LOG_LEVEL=ERROR"}, &stdout, &stderr, spidersForTest()...)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) < 3 {
+		t.Errorf("stdout has %d items, want at least 3:\n%s", len(lines), stdout.String())
+	}
+	for _, l := range lines {
+		var p follow.Page
+		if err := json.Unmarshal([]byte(l), &p); err != nil || p.URL == "" {
+			t.Errorf("line %q: %v", l, err)
+		}
+	}
+	if !strings.Contains(stderr.String(), "--- follow: shutdown after") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+}
+
+func spidersForTest() []spider.Spider { return []spider.Spider{follow.New()} }
