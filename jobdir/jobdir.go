@@ -1,0 +1,424 @@
+package jobdir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+// FormatVersion is the version of the job directory layout (key prefixes
+// and record formats). A job written with another version is refused with
+// ErrIncompatible.
+const FormatVersion = 1
+
+// Errors returned by Open, each wrapped with the directory and details.
+// All of them match ErrBadState, which the CLI turns into exit status 2.
+var (
+	// ErrBadState is the parent kind of every error below.
+	ErrBadState = errors.New("job directory cannot be used")
+	// ErrLocked: another process has the job open.
+	ErrLocked = fmt.Errorf("%w: in use by another process", ErrBadState)
+	// ErrOtherSpider: the job belongs to another spider.
+	ErrOtherSpider = fmt.Errorf("%w: belongs to another spider", ErrBadState)
+	// ErrIncompatible: the job was written by an incompatible version.
+	ErrIncompatible = fmt.Errorf("%w: incompatible format version", ErrBadState)
+	// ErrCorrupt: the database does not open or lacks its metadata.
+	ErrCorrupt = fmt.Errorf("%w: corrupted", ErrBadState)
+)
+
+// Key prefixes of the job database. Each owner of a prefix keeps its keys
+// under it; nothing else writes there.
+const (
+	PrefixMeta   = "\x00meta" // the metadata record (one key)
+	PrefixQueue  = "q"        // pqueue/pebbleq: the request queue
+	PrefixDupes  = "f"        // the dupefilter's fingerprints
+	PrefixState  = "s/"       // small state records: stats, throttling, feeds
+	keyStats     = PrefixState + "stats"
+	keyThrottle  = PrefixState + "throttling"
+	keyFeedPref  = PrefixState + "feed/"
+	stateDirName = "state"
+	lockName     = "LOCK"
+)
+
+// Metadata is the job's identity record.
+type Metadata struct {
+	// Version is the FormatVersion the job was created with.
+	Version int `json:"version"`
+	// Spider is the name of the spider the job belongs to.
+	Spider string `json:"spider"`
+	// Created is when the job was first opened.
+	Created time.Time `json:"created"`
+}
+
+// Options configure Open.
+type Options struct {
+	// Reset deletes any existing state and starts a new job (JOBDIR_RESET,
+	// gocrawl run --fresh).
+	Reset bool
+	// SyncInterval is how often the write-ahead log is synced to disk while
+	// the job is open: the most work a power failure can cost. 0 means
+	// DefaultSyncInterval; a negative value disables periodic syncs (only
+	// Sync and Close sync).
+	SyncInterval time.Duration
+	// Log receives notices (resuming, syncing problems).
+	Log zerolog.Logger
+	// ReadOnly opens the job for inspection without changing it. It still
+	// takes the lock: a job in use by a crawl is refused with ErrLocked.
+	// Used by `gocrawl jobs inspect`, with an empty spider name (any).
+	ReadOnly bool
+}
+
+// DefaultSyncInterval is the default Options.SyncInterval.
+const DefaultSyncInterval = time.Second
+
+// Job is an open job directory. Its methods are safe for concurrent use.
+type Job struct {
+	dir     string
+	db      *pebble.DB
+	lock    *os.File
+	meta    Metadata
+	resumed bool
+	log     zerolog.Logger
+	ro      bool
+
+	stopSync chan struct{}
+	syncDone chan struct{}
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Open opens (or creates) the job directory dir for the spider named
+// spiderName. It takes an exclusive lock on dir/LOCK for as long as the job
+// is open, so a second process refuses with ErrLocked.
+//
+// An existing job is resumed: Resumed reports true. A job of another
+// spider (ErrOtherSpider), of another FormatVersion (ErrIncompatible), or
+// whose database cannot be read (ErrCorrupt) is refused; Open never starts
+// over on top of an existing job unless opts.Reset is set.
+func Open(dir, spiderName string, opts Options) (*Job, error) {
+	if dir == "" {
+		return nil, errors.New("JOBDIR: empty path")
+	}
+	if opts.SyncInterval == 0 {
+		opts.SyncInterval = DefaultSyncInterval
+	}
+	j := &Job{dir: dir, log: opts.Log, ro: opts.ReadOnly}
+	stateDir := filepath.Join(dir, stateDirName)
+	if opts.ReadOnly {
+		if !dbExists(stateDir) {
+			return nil, fmt.Errorf("JOBDIR %s: no job here (no %s folder)", dir, stateDirName)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("JOBDIR %s: %w", dir, err)
+	}
+	// Pebble locks its folder too, but only our lock gives a clear message
+	// (and covers the reset below).
+	lf, err := lockFile(filepath.Join(dir, lockName))
+	if err != nil {
+		return nil, fmt.Errorf("JOBDIR %s: %w", dir, err)
+	}
+	j.lock = lf
+	if !opts.ReadOnly {
+		if opts.Reset {
+			if err := os.RemoveAll(stateDir); err != nil {
+				j.unlock()
+				return nil, fmt.Errorf("JOBDIR %s: resetting: %w", dir, err)
+			}
+			opts.Log.Info().Str("jobdir", dir).Msg("JOBDIR_RESET: starting the job over")
+		}
+	}
+	exists := dbExists(stateDir)
+	popts := &pebble.Options{
+		ErrorIfNotExists: exists,
+		ReadOnly:         opts.ReadOnly,
+		Logger:           quietLogger{},
+	}
+	db, err := pebble.Open(stateDir, popts)
+	if err != nil {
+		j.unlock()
+		if exists {
+			return nil, fmt.Errorf("%w: JOBDIR %s: the database does not open (%v); "+
+				"move the folder away, or start over with --fresh (-s JOBDIR_RESET=true)", ErrCorrupt, dir, err)
+		}
+		return nil, fmt.Errorf("JOBDIR %s: creating the database: %w", dir, err)
+	}
+	j.db = db
+	if err := j.checkMeta(spiderName, opts.ReadOnly); err != nil {
+		_ = db.Close()
+		j.unlock()
+		return nil, err
+	}
+	if !opts.ReadOnly && opts.SyncInterval > 0 {
+		j.stopSync = make(chan struct{})
+		j.syncDone = make(chan struct{})
+		go j.syncLoop(opts.SyncInterval)
+	}
+	return j, nil
+}
+
+// dbExists reports whether dir holds a Pebble database (not just an empty
+// folder left by a crash before the first write).
+func dbExists(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	return err == nil && len(ents) > 0
+}
+
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := io.ReadAll(io.LimitReader(f, 200))
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			msg := "another gocrawl process is using this job; stop it first, or use another JOBDIR"
+			if len(holder) > 0 {
+				msg += " (holder: " + string(holder) + ")"
+			}
+			return nil, fmt.Errorf("%w: %s", ErrLocked, msg)
+		}
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	// Record who holds the lock, for the message above.
+	if err := f.Truncate(0); err == nil {
+		host, _ := os.Hostname()
+		fmt.Fprintf(f, "pid %d on %s since %s", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
+	}
+	return f, nil
+}
+
+func (j *Job) unlock() {
+	if j.lock != nil {
+		_ = unix.Flock(int(j.lock.Fd()), unix.LOCK_UN)
+		_ = j.lock.Close()
+		j.lock = nil
+	}
+}
+
+func (j *Job) checkMeta(spiderName string, ro bool) error {
+	raw, closer, err := j.db.Get([]byte(PrefixMeta))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		if ro {
+			return fmt.Errorf("%w: JOBDIR %s: no job metadata record", ErrCorrupt, j.dir)
+		}
+		// A new database, or one created by a run that died before
+		// writing anything: only then may we initialise it.
+		empty, err := j.isEmpty()
+		if err != nil {
+			return fmt.Errorf("%w: JOBDIR %s: %v", ErrCorrupt, j.dir, err)
+		}
+		if !empty {
+			return fmt.Errorf("%w: JOBDIR %s: the database has data but no job metadata record; "+
+				"start over with --fresh (-s JOBDIR_RESET=true) if that is what you want", ErrCorrupt, j.dir)
+		}
+		j.meta = Metadata{Version: FormatVersion, Spider: spiderName, Created: time.Now().UTC()}
+		b, _ := json.Marshal(j.meta)
+		if err := j.db.Set([]byte(PrefixMeta), b, pebble.Sync); err != nil {
+			return fmt.Errorf("JOBDIR %s: writing metadata: %w", j.dir, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("%w: JOBDIR %s: reading metadata: %v", ErrCorrupt, j.dir, err)
+	}
+	defer closer.Close()
+	var m Metadata
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("%w: JOBDIR %s: metadata record: %v", ErrCorrupt, j.dir, err)
+	}
+	if m.Version != FormatVersion {
+		return fmt.Errorf("%w: JOBDIR %s was written with job format %d; this gocrawl reads format %d. "+
+			"Finish it with the gocrawl that started it, or start over with --fresh", ErrIncompatible, j.dir, m.Version, FormatVersion)
+	}
+	if spiderName != "" && m.Spider != spiderName {
+		return fmt.Errorf("%w: JOBDIR %s belongs to spider %q, not %q; use another JOBDIR, or --fresh to replace that job",
+			ErrOtherSpider, j.dir, m.Spider, spiderName)
+	}
+	j.meta = m
+	j.resumed = true
+	return nil
+}
+
+func (j *Job) isEmpty() (bool, error) {
+	it, err := j.db.NewIter(nil)
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	return !it.First(), it.Error()
+}
+
+// Dir returns the job directory.
+func (j *Job) Dir() string { return j.dir }
+
+// DB returns the job's Pebble database. Users keep to their key prefix
+// (PrefixQueue, PrefixDupes, ...) and write with pebble.NoSync: the job
+// syncs the log periodically and on Close.
+func (j *Job) DB() *pebble.DB { return j.db }
+
+// Metadata returns the job's identity record.
+func (j *Job) Metadata() Metadata { return j.meta }
+
+// Resumed reports whether Open found an existing job.
+func (j *Job) Resumed() bool { return j.resumed }
+
+// SaveStats stores the crawl's stats so far.
+func (j *Job) SaveStats(s map[string]float64) error { return j.putJSON(keyStats, s) }
+
+// LoadStats returns the stats saved by SaveStats, or nil.
+func (j *Job) LoadStats() (map[string]float64, error) {
+	var s map[string]float64
+	_, err := j.getJSON(keyStats, &s)
+	return s, err
+}
+
+// SaveThrottling stores the throttling scopes' state (the value is
+// JSON-encoded; the throttler's Snapshot fits).
+func (j *Job) SaveThrottling(v any) error { return j.putJSON(keyThrottle, v) }
+
+// LoadThrottling decodes the state saved by SaveThrottling into v and
+// reports whether there was one.
+func (j *Job) LoadThrottling(v any) (bool, error) { return j.getJSON(keyThrottle, v) }
+
+// SaveFeedOffset records that the feed named name has been written up to
+// offset bytes.
+func (j *Job) SaveFeedOffset(name string, offset int64) error {
+	return j.putJSON(keyFeedPref+name, offset)
+}
+
+// FeedOffset returns the offset saved for the feed named name and whether
+// one was saved.
+func (j *Job) FeedOffset(name string) (int64, bool, error) {
+	var off int64
+	ok, err := j.getJSON(keyFeedPref+name, &off)
+	return off, ok, err
+}
+
+// FeedOffsets returns every saved feed offset by feed name.
+func (j *Job) FeedOffsets() (map[string]int64, error) {
+	out := map[string]int64{}
+	it, err := j.db.NewIter(&pebble.IterOptions{LowerBound: []byte(keyFeedPref), UpperBound: prefixEnd([]byte(keyFeedPref))})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		var off int64
+		if err := json.Unmarshal(it.Value(), &off); err != nil {
+			return nil, fmt.Errorf("%w: JOBDIR %s: feed offset %q: %v", ErrCorrupt, j.dir, it.Key(), err)
+		}
+		out[string(it.Key()[len(keyFeedPref):])] = off
+	}
+	return out, it.Error()
+}
+
+func (j *Job) putJSON(key string, v any) error {
+	if j.ro {
+		return fmt.Errorf("JOBDIR %s: opened read-only", j.dir)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("JOBDIR %s: encoding %s: %w", j.dir, key, err)
+	}
+	return j.db.Set([]byte(key), b, pebble.NoSync)
+}
+
+func (j *Job) getJSON(key string, v any) (bool, error) {
+	raw, closer, err := j.db.Get([]byte(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer closer.Close()
+	if err := json.Unmarshal(raw, v); err != nil {
+		return false, fmt.Errorf("%w: JOBDIR %s: record %s: %v", ErrCorrupt, j.dir, key, err)
+	}
+	return true, nil
+}
+
+// Sync makes every write so far durable (fsync of the write-ahead log).
+func (j *Job) Sync() error {
+	if j.ro {
+		return nil
+	}
+	return j.db.LogData(nil, pebble.Sync)
+}
+
+func (j *Job) syncLoop(every time.Duration) {
+	defer close(j.syncDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-j.stopSync:
+			return
+		case <-t.C:
+			if err := j.Sync(); err != nil {
+				j.log.Error().Err(err).Str("jobdir", j.dir).Msg("syncing the job's log failed")
+			}
+		}
+	}
+}
+
+// Close syncs and closes the database and releases the lock. Users of DB
+// must be done with it.
+func (j *Job) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil
+	}
+	j.closed = true
+	if j.stopSync != nil {
+		close(j.stopSync)
+		<-j.syncDone
+	}
+	var errs []error
+	if !j.ro {
+		if err := j.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("syncing: %w", err))
+		}
+	}
+	if err := j.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the database: %w", err))
+	}
+	j.unlock()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("JOBDIR %s: %w", j.dir, err)
+	}
+	return nil
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// quietLogger keeps Pebble's informational output out of the crawl's logs.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}
