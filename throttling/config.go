@@ -492,7 +492,6 @@ func (c *Config) defaults(name string) *ScopeConfig {
 	sc := &ScopeConfig{Name: name, Kind: KindOfScope(name), MinConcurrency: 1, Jitter: c.Jitter,
 		Window: c.Window, Backoff: c.Backoff, Manager: c.ScopeManager,
 		Rampup: RampupConfig{Enabled: c.RampupAll, Target: c.RampupTarget, DelayFactor: DefaultRampupDelayFactor}}
-	sc.Backoff.HTTPCodes = slices.Clone(c.Backoff.HTTPCodes)
 	switch sc.Kind {
 	case KindDomain:
 		sc.Concurrency, sc.Delay = c.PerDomain, c.Delay

@@ -29,14 +29,19 @@ func (t *Throttler) evictLocked(now time.Time) {
 		return
 	}
 	scanned := 0
-	for el := t.lru.Back(); el != nil && len(t.scopes) > limit && scanned < maxEvictScan+len(t.scopes)-limit; {
+	for el := t.lru.Back(); el != nil && len(t.scopes) > limit && scanned < maxEvictScan+2*(len(t.scopes)-limit); {
 		prev := el.Prev()
 		e := el.Value.(*scopeEntry)
-		if el != t.lru.Front() && e.mgr.IsIdle(now, 0) {
+		switch {
+		case el == t.lru.Front():
+		case e.mgr.IsIdle(now, 0):
 			t.removeLocked(e)
-		} else {
-			scanned++
+		default:
+			// Busy: move it out of the way so the next pass does not scan
+			// it again (its last-use time is kept for the idle sweep).
+			t.lru.MoveToFront(el)
 		}
+		scanned++
 		el = prev
 	}
 }

@@ -1,0 +1,58 @@
+package throttling
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+func TestSnapshotRestoreKeepsBackoff(t *testing.T) {
+	kv := []any{"THROTTLING_SCOPES", map[string]any{"cost": map[string]any{"quota": 10.0}}}
+	th, fc := newTestThrottler(t, kv...)
+	ctx := context.Background()
+	req := spider.MustRequest("https://example.com/", nil).Set(MetaScopes, map[string]any{"cost": 4.0})
+	sc, _ := th.Scopes(ctx, req)
+	for range 3 { // three 429s: delay 4 s
+		th.Sent(fc.Now(), sc)
+		fc.Advance(sec)
+		th.Done(ctx, req, sc, fc.Now().Add(-sec/2), &spider.Response{URL: req.URL, Status: 429, Header: http.Header{}, Request: req}, nil)
+	}
+	th.DelayScope("held.example", 3600*sec)
+	th.SetRobotsDelay("polite.example", 2*sec)
+
+	raw, err := json.Marshal(th.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snaps []ScopeSnapshot
+	if err := json.Unmarshal(raw, &snaps); err != nil {
+		t.Fatal(err)
+	}
+	th2, _ := newTestThrottler(t, kv...)
+	th2.clock = fc
+	th2.Restore(snaps)
+
+	now := fc.Now()
+	m := th2.scopes["example.com"].mgr.(*ThrottlingScopeManager)
+	if m.Level() != 3 || m.Delay() != 4*sec {
+		t.Errorf("restored example.com: level %d delay %v, want 3 and 4s", m.Level(), m.Delay())
+	}
+	if w := th2.Wait(now, scopesOf("held.example")); w < 3590*sec {
+		t.Errorf("restored held.example wait %v, want ~1h", w)
+	}
+	if c := th2.scopes["cost"].mgr.(*ThrottlingScopeManager); c.Used() != 12 {
+		t.Errorf("restored quota used %v, want 12", c.Used())
+	}
+	if d, ok := th2.RobotsDelay("polite.example"); !ok || d != 2*sec {
+		t.Errorf("restored robots delay %v %v", d, ok)
+	}
+	if p := th2.scopes["polite.example"].mgr.(*ThrottlingScopeManager); p.Concurrency() != 1 || p.Delay() != 2*sec {
+		t.Errorf("restored polite.example: concurrency %d delay %v", p.Concurrency(), p.Delay())
+	}
+	if string(raw) == "[]" || len(snaps) < 4 {
+		t.Fatalf("snapshot %s", raw)
+	}
+}
