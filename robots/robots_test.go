@@ -1,0 +1,288 @@
+package robots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gocrawl/gocrawl/middleware"
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/stats"
+)
+
+type delays struct {
+	mu  sync.Mutex
+	got map[string]time.Duration
+}
+
+func (d *delays) SetRobotsDelay(scope string, crawlDelay time.Duration) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.got[scope] = crawlDelay
+	return true
+}
+
+func (d *delays) DelayScope(string, time.Duration) {}
+
+// site serves robots.txt with the given status and body, counting fetches;
+// release, when non-nil, holds robots.txt responses until closed.
+type site struct {
+	srv     *httptest.Server
+	fetches atomic.Int64
+	status  atomic.Int64
+	body    string
+	release chan struct{}
+}
+
+func newSite(t *testing.T, status int, body string) *site {
+	s := &site{body: body}
+	s.status.Store(int64(status))
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			s.fetches.Add(1)
+			if s.release != nil {
+				<-s.release
+			}
+			w.WriteHeader(int(s.status.Load()))
+			io.WriteString(w, s.body)
+			return
+		}
+		io.WriteString(w, "page")
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func download(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, req.URL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return &spider.Response{URL: req.URL, Status: res.StatusCode, Header: res.Header, Body: b, Request: req}, err
+}
+
+func newMiddleware(t *testing.T, kv ...any) (*Middleware, *delays, *stats.Collector) {
+	t.Helper()
+	s := settings.New()
+	for i := 0; i+1 < len(kv); i += 2 {
+		if err := s.Set(kv[i].(string), kv[i+1], settings.SourceCommandLine, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &delays{got: map[string]time.Duration{}}
+	st := stats.New()
+	m, err := New(&spider.Crawler{Settings: s, Stats: st, Throttler: d, Download: download})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, d, st
+}
+
+func check(m *Middleware, url string) error {
+	return m.Check(context.Background(), spider.MustRequest(url, nil))
+}
+
+const rules = `User-agent: *
+Disallow: /private
+Allow: /private/ok
+Crawl-delay: 2.5
+
+User-agent: gocrawl
+Disallow: /nogocrawl
+Crawl-delay: 4
+`
+
+func TestRulesAndCrawlDelay(t *testing.T) {
+	s := newSite(t, 200, rules)
+	m, d, st := newMiddleware(t)
+	tests := []struct {
+		path    string
+		allowed bool
+	}{
+		{"/", true},
+		{"/private/x", true}, // the gocrawl group applies, not *
+		{"/nogocrawl/x", false},
+		{"/nogocrawl?q=1", false},
+	}
+	for _, tt := range tests {
+		err := check(m, s.srv.URL+tt.path)
+		var drop *middleware.DropError
+		if tt.allowed != (err == nil) || (err != nil && (!errors.As(err, &drop) || drop.Reason != DropReason || !errors.Is(err, ErrDisallowed))) {
+			t.Errorf("%s: error %v, want allowed %v", tt.path, err, tt.allowed)
+		}
+	}
+	if n := s.fetches.Load(); n != 1 {
+		t.Errorf("robots.txt fetched %d times, want 1", n)
+	}
+	host := spider.MustRequest(s.srv.URL, nil).Host()
+	if got := d.got[host]; got != 4*time.Second {
+		t.Errorf("Crawl-delay for %s = %v, want 4s (the gocrawl group)", host, got)
+	}
+	if st.Get("robotstxt/forbidden") != 2 {
+		t.Errorf("robotstxt/forbidden = %v, want 2", st.Get("robotstxt/forbidden"))
+	}
+}
+
+func TestOtherAgentUsesStarGroup(t *testing.T) {
+	s := newSite(t, 200, rules)
+	m, d, _ := newMiddleware(t, "ROBOTSTXT_USER_AGENT", "otherbot")
+	if err := check(m, s.srv.URL+"/private/x"); err == nil {
+		t.Error("/private/x allowed for otherbot")
+	}
+	if err := check(m, s.srv.URL+"/private/ok"); err != nil {
+		t.Errorf("/private/ok: %v", err)
+	}
+	if got := d.got[spider.MustRequest(s.srv.URL, nil).Host()]; got != 2500*time.Millisecond {
+		t.Errorf("Crawl-delay %v, want 2.5s", got)
+	}
+}
+
+func TestConcurrentFirstRequestsShareOneFetch(t *testing.T) {
+	s := newSite(t, 200, rules)
+	s.release = make(chan struct{})
+	m, _, _ := newMiddleware(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Go(func() { errs <- check(m, fmt.Sprintf("%s/p/%d", s.srv.URL, i)) })
+	}
+	for s.fetches.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	close(s.release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := s.fetches.Load(); n != 1 {
+		t.Fatalf("robots.txt fetched %d times for 20 concurrent first requests, want 1", n)
+	}
+}
+
+func TestStatusOutcomes(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  int
+		body    string
+		allowed bool
+	}{
+		{"404 allows all", 404, "", true},
+		{"403 allows all", 403, "", true},
+		{"500 disallows all", 500, "", false},
+		{"503 disallows all", 503, "", false},
+		{"429 disallows all", 429, "", false},
+		{"empty file allows all", 200, "", true},
+		{"malformed file allows all", 200, "\x00\xff<html>Disallow /\n\n::::\x01User-agent", true},
+		{"binary junk", 200, string([]byte{0xff, 0xfe, 0x00, 0x01, 0x80}), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSite(t, tt.status, tt.body)
+			m, _, _ := newMiddleware(t)
+			err := check(m, s.srv.URL+"/page")
+			if (err == nil) != tt.allowed {
+				t.Fatalf("error %v, want allowed %v", err, tt.allowed)
+			}
+			if !tt.allowed && !errors.Is(err, ErrUnreachable) {
+				t.Fatalf("error %v, want ErrUnreachable", err)
+			}
+		})
+	}
+}
+
+// 5xx: complete disallow for ROBOTSTXT_ERROR_RETRY, then fetched again.
+func TestUnreachableIsRetriedLater(t *testing.T) {
+	s := newSite(t, 503, "")
+	m, _, st := newMiddleware(t, "ROBOTSTXT_ERROR_RETRY", 60.0)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m.now = func() time.Time { return now }
+	if err := check(m, s.srv.URL+"/a"); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("first: %v", err)
+	}
+	s.status.Store(200)
+	now = now.Add(30 * time.Second)
+	if err := check(m, s.srv.URL+"/a"); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("within the retry period: %v", err)
+	}
+	if n := s.fetches.Load(); n != 1 {
+		t.Fatalf("fetched %d times within the retry period, want 1", n)
+	}
+	now = now.Add(31 * time.Second)
+	if err := check(m, s.srv.URL+"/a"); err != nil {
+		t.Fatalf("after the retry period: %v", err)
+	}
+	if n := s.fetches.Load(); n != 2 {
+		t.Fatalf("fetched %d times, want 2", n)
+	}
+	if st.Get("robotstxt/unreachable") != 1 || st.Get("robotstxt/unreachable_drops") != 2 {
+		t.Errorf("stats %v", st.Snapshot())
+	}
+}
+
+func TestUnreachableNetworkError(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	m, _, _ := newMiddleware(t)
+	if err := check(m, url+"/a"); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("closed server: %v, want ErrUnreachable", err)
+	}
+}
+
+func TestCacheIsBounded(t *testing.T) {
+	m, _, _ := newMiddleware(t, "ROBOTSTXT_CACHE_SIZE", 3)
+	for range 6 {
+		s := newSite(t, 404, "")
+		if err := check(m, s.srv.URL+"/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m.Len() != 3 {
+		t.Fatalf("cache holds %d origins, want 3", m.Len())
+	}
+}
+
+func TestSkips(t *testing.T) {
+	s := newSite(t, 500, "")
+	m, _, _ := newMiddleware(t)
+	if err := check(m, s.srv.URL+"/robots.txt"); err != nil {
+		t.Errorf("robots.txt itself: %v", err)
+	}
+	req := spider.MustRequest(s.srv.URL+"/x", nil).Set(MetaDontObey, true)
+	if err := m.Check(context.Background(), req); err != nil {
+		t.Errorf("dont_obey_robotstxt: %v", err)
+	}
+	if s.fetches.Load() != 0 {
+		t.Errorf("fetched robots.txt for skipped requests")
+	}
+}
+
+func TestAgent(t *testing.T) {
+	for _, tt := range [][3]string{
+		{"", "gocrawl/1.0 (+https://x)", "gocrawl"},
+		{"mybot", "gocrawl/1.0", "mybot"},
+		{"", "Mozilla/5.0 (X11)", "Mozilla"},
+		{"", "", "*"},
+	} {
+		if got := Agent(tt[0], tt[1]); got != tt[2] {
+			t.Errorf("Agent(%q, %q) = %q, want %q", tt[0], tt[1], got, tt[2])
+		}
+	}
+}
