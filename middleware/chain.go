@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -77,35 +79,149 @@ func Ordered(s *settings.Settings, setting, base string, known func(string) bool
 	return out, nil
 }
 
-// BuildDownloader returns the fetcher that runs the enabled downloader
-// middlewares around inner, in order: the lowest order sees the request
-// first and the response last.
-func BuildDownloader(c *spider.Crawler, inner Fetcher) (Fetcher, []string, error) {
+// DownloaderChain is a built downloader middleware chain: the fetcher the
+// engine calls, plus what the engine needs to know about the middlewares in
+// it (which ones can answer offline, which ones hold resources).
+type DownloaderChain struct {
+	fetch     Fetcher
+	names     []string
+	answerers []namedAnswerer
+	closers   []namedCloser
+	c         *spider.Crawler
+}
+
+type namedAnswerer struct {
+	name string
+	a    Answerer
+}
+
+type namedCloser struct {
+	name string
+	c    Closer
+}
+
+// NewDownloaderChain builds the downloader middlewares enabled by
+// DOWNLOADER_MIDDLEWARES (merged over DOWNLOADER_MIDDLEWARES_BASE) around
+// inner, the real download: the lowest order sees the request first and the
+// response last. Invalid entries and middlewares that fail to build give an
+// error naming the entry. Call Close when the crawl ends.
+func NewDownloaderChain(c *spider.Crawler, inner Fetcher) (*DownloaderChain, error) {
 	regMu.RLock()
 	defer regMu.RUnlock()
 	entries, err := Ordered(c.Settings, "DOWNLOADER_MIDDLEWARES", "DOWNLOADER_MIDDLEWARES_BASE",
 		func(n string) bool { _, ok := downloaders[n]; return ok })
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	ch := &DownloaderChain{c: c}
 	f := inner
-	var names []string
 	for i := len(entries) - 1; i >= 0; i-- {
-		m, err := downloaders[entries[i].Name](c)
+		name := entries[i].Name
+		m, err := downloaders[name](c)
 		if err != nil {
-			return nil, nil, fmt.Errorf("downloader middleware %s: %w", entries[i].Name, err)
+			_ = ch.Close()
+			return nil, fmt.Errorf("DOWNLOADER_MIDDLEWARES: %s: %w", name, err)
 		}
 		if m == nil {
 			continue
 		}
-		f = guardFetcher(entries[i].Name, m.WrapFetcher(f), c)
-		names = append([]string{entries[i].Name}, names...)
+		f = guardFetcher(name, m, f, c)
+		ch.names = append([]string{name}, ch.names...)
+		if a, ok := m.(Answerer); ok {
+			ch.answerers = append(ch.answerers, namedAnswerer{name, a})
+		}
+		if cl, ok := m.(Closer); ok {
+			ch.closers = append(ch.closers, namedCloser{name, cl})
+		}
 	}
-	return f, names, nil
+	ch.fetch = f
+	return ch, nil
 }
 
-// BuildSpider returns the handler that runs the enabled spider middlewares
-// around inner (the callback), lowest order outermost.
+// Fetch runs req through the chain.
+func (ch *DownloaderChain) Fetch(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+	return ch.fetch.Fetch(ctx, req)
+}
+
+// Names returns the enabled middlewares, outermost first.
+func (ch *DownloaderChain) Names() []string { return slices.Clone(ch.names) }
+
+// AnswerOffline reports whether a middleware of the chain promises to
+// answer req without sending it (a fresh HTTP cache entry) and, if so,
+// marks req with MetaOffline. The engine calls it before assigning
+// throttling scopes. A request whose MetaOffline is already false is never
+// answered offline. A panicking Answerer counts as "no".
+func (ch *DownloaderChain) AnswerOffline(ctx context.Context, req *spider.Request) bool {
+	if v, ok := req.Get(MetaOffline).(bool); ok && !v {
+		return false
+	}
+	for _, a := range ch.answerers {
+		if ch.willAnswer(ctx, a, req) {
+			req.Set(MetaOffline, true)
+			return true
+		}
+	}
+	return false
+}
+
+func (ch *DownloaderChain) willAnswer(ctx context.Context, a namedAnswerer, req *spider.Request) (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			ok = false
+			if ch.c != nil {
+				if ch.c.Stats != nil {
+					ch.c.Stats.Inc("middleware/panic_count/"+a.name, 1)
+				}
+				ch.c.Log.Error().Str("middleware", a.name).Str("request", RedactedRequest(req)).
+					Interface("panic", v).Msg("middleware panicked in WillAnswer; sending the request")
+			}
+		}
+	}()
+	return a.a.WillAnswer(ctx, req)
+}
+
+// Close closes the middlewares that hold resources, in the chain's order.
+func (ch *DownloaderChain) Close() error {
+	var errs []error
+	for _, c := range ch.closers {
+		if err := c.c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing downloader middleware %s: %w", c.name, err))
+		}
+	}
+	ch.closers = nil
+	return errors.Join(errs...)
+}
+
+// OfflineMiss is called by the innermost fetcher, just before a request
+// would reach the network. For a request marked MetaOffline (it skipped
+// throttling on a middleware's promise to answer it) it returns the
+// *RescheduleError that sends a copy back through the scheduler and
+// throttling instead; otherwise nil.
+func OfflineMiss(req *spider.Request) *RescheduleError {
+	if v, _ := req.Get(MetaOffline).(bool); !v {
+		return nil
+	}
+	nr := req.Clone()
+	nr.Set(MetaOffline, false)
+	nr.DontFilter = true
+	return &RescheduleError{Requests: []*spider.Request{nr}, Reason: "offline_miss"}
+}
+
+// BuildDownloader is NewDownloaderChain for callers that only need the
+// fetcher and the enabled names. Middlewares holding resources are not
+// closed; prefer NewDownloaderChain.
+func BuildDownloader(c *spider.Crawler, inner Fetcher) (Fetcher, []string, error) {
+	ch, err := NewDownloaderChain(c, inner)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ch, ch.names, nil
+}
+
+// BuildSpider returns the handler that runs the spider middlewares enabled
+// by SPIDER_MIDDLEWARES (merged over SPIDER_MIDDLEWARES_BASE) around inner
+// (the callback), lowest order outermost: it sees the response first and
+// the callback's output and error last.
 func BuildSpider(c *spider.Crawler, inner Handler) (Handler, []string, error) {
 	regMu.RLock()
 	defer regMu.RUnlock()
@@ -119,12 +235,12 @@ func BuildSpider(c *spider.Crawler, inner Handler) (Handler, []string, error) {
 	for i := len(entries) - 1; i >= 0; i-- {
 		m, err := spiders[entries[i].Name](c)
 		if err != nil {
-			return nil, nil, fmt.Errorf("spider middleware %s: %w", entries[i].Name, err)
+			return nil, nil, fmt.Errorf("SPIDER_MIDDLEWARES: %s: %w", entries[i].Name, err)
 		}
 		if m == nil {
 			continue
 		}
-		h = guardHandler(entries[i].Name, m.WrapHandler(h), c)
+		h = guardHandler(entries[i].Name, m, h, c)
 		names = append([]string{entries[i].Name}, names...)
 	}
 	return h, names, nil

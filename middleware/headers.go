@@ -5,23 +5,15 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
+// The DOWNLOADER_MIDDLEWARES_BASE and SPIDER_MIDDLEWARES_BASE maps (which
+// built-ins run, and in what order) are in settings/defaults_middleware.go:
+// adding a built-in to a chain is a one-line edit there.
 func init() {
 	RegisterDownloader("DefaultHeaders", newDefaultHeaders)
 	RegisterDownloader("UserAgent", newUserAgent)
-	settings.Register(settings.Def{Name: "DOWNLOADER_MIDDLEWARES", Type: settings.Map, Default: map[string]any{},
-		Doc: "Downloader middlewares by registered name -> order, merged over DOWNLOADER_MIDDLEWARES_BASE (null disables)."})
-	settings.Register(settings.Def{Name: "DOWNLOADER_MIDDLEWARES_BASE", Type: settings.Map, Default: map[string]any{
-		"DefaultHeaders": 400,
-		"UserAgent":      500,
-	}, Doc: "Built-in downloader middlewares and their orders."})
-	settings.Register(settings.Def{Name: "SPIDER_MIDDLEWARES", Type: settings.Map, Default: map[string]any{},
-		Doc: "Spider middlewares by registered name -> order, merged over SPIDER_MIDDLEWARES_BASE (null disables)."})
-	settings.Register(settings.Def{Name: "SPIDER_MIDDLEWARES_BASE", Type: settings.Map, Default: map[string]any{},
-		Doc: "Built-in spider middlewares and their orders."})
 }
 
 // newDefaultHeaders adds DEFAULT_REQUEST_HEADERS to requests that do not

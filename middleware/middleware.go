@@ -102,6 +102,32 @@ func (e *DropError) Is(target error) bool { return target == ErrDropped }
 // Unwrap returns the detail.
 func (e *DropError) Unwrap() error { return e.Err }
 
+// Answerer is implemented by downloader middlewares that can answer some
+// requests without sending them, such as the HTTP cache. The engine asks
+// when a request is scheduled, before throttling: a request a middleware
+// promises to answer gets no throttling scopes, so it neither waits for a
+// busy or backing-off scope nor counts as a start, and it is marked with
+// MetaOffline. WillAnswer must be quick, safe for concurrent use, and must
+// not modify req.
+type Answerer interface {
+	WillAnswer(ctx context.Context, req *spider.Request) bool
+}
+
+// MetaOffline is the request meta key the engine sets to true on a request
+// that a middleware promised to answer without sending it (see Answerer).
+// Such a request skipped throttling, so it must never reach the network:
+// if the promise is broken (the cached entry expired meanwhile), the
+// innermost fetcher reschedules a copy with MetaOffline set to false, which
+// goes through throttling like any other request. Setting it to false
+// yourself opts a request out of being answered offline.
+const MetaOffline = "offline"
+
+// Closer is implemented by middlewares that hold resources (the HTTP
+// cache's database); they are closed when the crawl ends.
+type Closer interface {
+	Close() error
+}
+
 // RescheduleError replaces a request's download with new requests, which
 // the engine enqueues (with DontFilter when they should bypass the
 // duplicate filter). The response or error that caused it has already been

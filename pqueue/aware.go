@@ -143,11 +143,9 @@ func (q *ThrottlingAware) Open(ctx context.Context) error {
 	return q.refreshDue(ctx)
 }
 
-// Push implements PriorityQueue.
+// Push implements PriorityQueue. A request without scopes (one a cache
+// will answer) is always ready.
 func (q *ThrottlingAware) Push(ctx context.Context, now time.Time, req *spider.Request, scopes throttling.Scopes, priority int) (ID, error) {
-	if len(scopes) == 0 {
-		return 0, fmt.Errorf("request %s: no throttling scopes", req)
-	}
 	nb, err := notBefore(now, req)
 	if err != nil {
 		return 0, err

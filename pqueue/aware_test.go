@@ -415,3 +415,14 @@ func TestAwareMatchesBruteForce(t *testing.T) {
 		t.Fatalf("%d requests never came out (Len %d)", len(pending), q.Len())
 	}
 }
+
+func TestAwareRequestWithoutScopes(t *testing.T) {
+	g := newFakeGate()
+	g.block("a", t0.Add(time.Hour))
+	q := newAware(t, g)
+	push(t, q, t0, "a", 0, sc("a"))
+	push(t, q, t0, "cached", 0, nil)
+	if p, _, _ := pop(t, q, t0); p != "cached" {
+		t.Fatalf("Pop = %q, want the scope-less request", p)
+	}
+}

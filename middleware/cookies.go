@@ -1,0 +1,145 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/net/publicsuffix"
+
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+func init() { RegisterDownloader("Cookies", newCookies) }
+
+// Cookies keeps the cookies servers set and sends them back, like a
+// browser: one jar per spider (net/http/cookiejar with the public suffix
+// list, so a site cannot set cookies for a whole "co.uk"), plus one jar per
+// value of the cookiejar meta for separate sessions (log in as several
+// users in one crawl). Cookies set by redirect responses are kept before
+// the redirect is followed.
+//
+// The cookies meta (map of name -> value) adds cookies to the jar for the
+// request's URL before it is sent; dont_merge_cookies meta sends nothing
+// from the jar and keeps nothing from the response. A Cookie header the
+// request already has is kept, and jar cookies with other names are added
+// to it. The header is added to a copy, so retries and redirects made
+// from the request get the jar's cookies for their own URL.
+//
+// COOKIES_DEBUG logs cookies sent and received at debug level, with their
+// values redacted.
+type Cookies struct {
+	debug bool
+	log   zerolog.Logger
+
+	mu   sync.Mutex
+	jars map[string]*cookiejar.Jar
+}
+
+func newCookies(c *spider.Crawler) (Downloader, error) {
+	if !c.Settings.Bool("COOKIES_ENABLED") {
+		return nil, nil
+	}
+	return &Cookies{debug: c.Settings.Bool("COOKIES_DEBUG"), log: c.Log, jars: map[string]*cookiejar.Jar{}}, nil
+}
+
+// Jar returns the jar of a session: "" for the default one, else the
+// cookiejar meta value formatted with %v.
+func (m *Cookies) Jar(session string) http.CookieJar {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j := m.jars[session]
+	if j == nil {
+		j, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+		m.jars[session] = j
+	}
+	return j
+}
+
+func (m *Cookies) jarFor(req *spider.Request) http.CookieJar {
+	if v := req.Get(MetaCookieJar); v != nil {
+		return m.Jar(fmt.Sprint(v))
+	}
+	return m.Jar("")
+}
+
+// WrapFetcher implements Downloader.
+func (m *Cookies) WrapFetcher(next Fetcher) Fetcher {
+	return FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+		if metaBool(req, MetaDontMergeCookies) {
+			return next.Fetch(ctx, req)
+		}
+		jar := m.jarFor(req)
+		if extra, ok := req.Get(MetaCookies).(map[string]any); ok && len(extra) > 0 {
+			var cs []*http.Cookie
+			for k, v := range extra {
+				cs = append(cs, &http.Cookie{Name: k, Value: fmt.Sprint(v), Path: "/"})
+			}
+			jar.SetCookies(req.URL, cs)
+		}
+		send := req
+		if cs := jar.Cookies(req.URL); len(cs) > 0 {
+			send = shallowWithHeader(req)
+			have := map[string]bool{}
+			var parts []string
+			if h := send.Header.Get("Cookie"); h != "" {
+				parts = append(parts, h)
+				for _, c := range parseCookieHeader(h) {
+					have[c.Name] = true
+				}
+			}
+			for _, c := range cs {
+				if !have[c.Name] {
+					parts = append(parts, c.Name+"="+c.Value)
+				}
+			}
+			send.Header.Set("Cookie", strings.Join(parts, "; "))
+			if m.debug {
+				m.log.Debug().Str("request", RedactedRequest(req)).Strs("cookies", redactCookies(cs)).Msg("sending cookies")
+			}
+		}
+		res, err := next.Fetch(ctx, send)
+		if err != nil || res == nil {
+			return res, err
+		}
+		if set := (&http.Response{Header: res.Header}).Cookies(); len(set) > 0 {
+			jar.SetCookies(res.URL, set)
+			if m.debug {
+				m.log.Debug().Str("url", RedactedURL(res.URL)).Strs("cookies", redactCookies(set)).Msg("received cookies")
+			}
+		}
+		return res, nil
+	})
+}
+
+// shallowWithHeader copies req with its own header map, so changes to the
+// headers do not show in the request outer middlewares hold.
+func shallowWithHeader(req *spider.Request) *spider.Request {
+	c := *req
+	c.Header = req.Header.Clone()
+	if c.Header == nil {
+		c.Header = http.Header{}
+	}
+	return &c
+}
+
+func parseCookieHeader(h string) []*http.Cookie {
+	r := http.Request{Header: http.Header{"Cookie": {h}}}
+	return r.Cookies()
+}
+
+// redactCookies lists cookies as "name=<n bytes>": cookie values are often
+// credentials (session tokens) and are never logged.
+func redactCookies(cs []*http.Cookie) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = fmt.Sprintf("%s=<%d bytes>", c.Name, len(c.Value))
+	}
+	sort.Strings(out)
+	return out
+}

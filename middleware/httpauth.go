@@ -1,0 +1,102 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+func init() { RegisterDownloader("HttpAuth", newHTTPAuth) }
+
+// HTTPAuth are HTTP Basic credentials and the domain they may be sent to.
+type HTTPAuth struct {
+	User, Pass string
+	// Domain limits where the credentials are sent: that domain and its
+	// subdomains. "" means the domain of the first request the spider
+	// makes (as in Scrapy); "*" means every domain (only for crawls that
+	// never leave the site that asked for the credentials).
+	Domain string
+}
+
+// HTTPAuther is implemented by spiders that log in with HTTP Basic auth,
+// Scrapy's http_user, http_pass and http_auth_domain attributes.
+type HTTPAuther interface {
+	HTTPAuth() HTTPAuth
+}
+
+// HttpAuth adds an Authorization: Basic header to requests, from the
+// spider's HTTPAuth (sent only to its domain and subdomains) or from the
+// request's http_user/http_pass meta (sent with that request only, and
+// dropped by Redirect when the host changes). A request that already has an
+// Authorization header keeps it. Credentials are never logged.
+type HttpAuth struct {
+	auth HTTPAuth
+	has  bool
+
+	once   sync.Once
+	domain string
+}
+
+func newHTTPAuth(c *spider.Crawler) (Downloader, error) {
+	if !c.Settings.Bool("HTTPAUTH_ENABLED") {
+		return nil, nil
+	}
+	m := &HttpAuth{}
+	if a, ok := c.Spider.(HTTPAuther); ok {
+		m.auth, m.has = a.HTTPAuth(), true
+		if m.auth.User == "" && m.auth.Pass == "" {
+			m.has = false
+		}
+		if strings.Contains(m.auth.Domain, "/") {
+			return nil, fmt.Errorf("HTTPAuth domain %q: want a domain such as example.com, not a URL", m.auth.Domain)
+		}
+		m.domain = strings.ToLower(strings.TrimSuffix(m.auth.Domain, "."))
+	}
+	return m, nil
+}
+
+// WrapFetcher implements Downloader.
+func (m *HttpAuth) WrapFetcher(next Fetcher) Fetcher {
+	return FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+		if req.Header.Get("Authorization") != "" {
+			return next.Fetch(ctx, req)
+		}
+		user, uok := req.Get(MetaHTTPUser).(string)
+		pass, pok := req.Get(MetaHTTPPass).(string)
+		switch {
+		case uok || pok:
+		case m.has && m.allowed(req):
+			user, pass = m.auth.User, m.auth.Pass
+		default:
+			return next.Fetch(ctx, req)
+		}
+		hr := http.Request{Header: http.Header{}}
+		hr.SetBasicAuth(user, pass)
+		if req.Header == nil {
+			req.Header = http.Header{}
+		}
+		req.Header.Set("Authorization", hr.Header.Get("Authorization"))
+		return next.Fetch(ctx, req)
+	})
+}
+
+func (m *HttpAuth) allowed(req *spider.Request) bool {
+	m.once.Do(func() {
+		if m.domain == "" {
+			m.domain = strings.ToLower(req.URL.Hostname())
+		}
+	})
+	if m.domain == "*" {
+		return true
+	}
+	host := strings.TrimSuffix(strings.ToLower(req.URL.Hostname()), ".")
+	if net.ParseIP(host) != nil {
+		return host == m.domain
+	}
+	return host == m.domain || strings.HasSuffix(host, "."+m.domain)
+}

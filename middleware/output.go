@@ -1,0 +1,94 @@
+package middleware
+
+import (
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// OutputHooks is an Output that passes a callback's items and requests
+// through hooks before sending them on to Next: the way a spider middleware
+// sees (and filters or changes) a callback's output. Requests made with
+// Follow and FollowAll go through OnRequest too; invalid links are passed
+// to Next, which reports them.
+//
+//	func (m *myMiddleware) WrapHandler(next middleware.Handler) middleware.Handler {
+//		return middleware.HandlerFunc(func(ctx context.Context, res *spider.Response, out spider.Output) error {
+//			return next.Handle(ctx, res, &middleware.OutputHooks{Next: out,
+//				OnRequest: func(r *spider.Request) *spider.Request {
+//					if strings.HasSuffix(r.URL.Path, ".pdf") {
+//						return nil // drop it
+//					}
+//					return r
+//				}})
+//		})
+//	}
+type OutputHooks struct {
+	// Next receives what the hooks let through.
+	Next spider.Output
+	// OnRequest, when set, is called for every request; it returns the
+	// request to send on (the same or a changed one) or nil to drop it.
+	OnRequest func(req *spider.Request) *spider.Request
+	// OnItem, when set, is called for every item; it returns the item to
+	// send on or nil to drop it.
+	OnItem func(item any) any
+}
+
+// Item implements spider.Output.
+func (o *OutputHooks) Item(item any) {
+	if o.OnItem != nil {
+		if item = o.OnItem(item); item == nil {
+			return
+		}
+	}
+	o.Next.Item(item)
+}
+
+// Request implements spider.Output.
+func (o *OutputHooks) Request(req *spider.Request) {
+	if req == nil {
+		return
+	}
+	if o.OnRequest != nil {
+		if req = o.OnRequest(req); req == nil {
+			return
+		}
+	}
+	o.Next.Request(req)
+}
+
+// Follow implements spider.Output.
+func (o *OutputHooks) Follow(res *spider.Response, ref string, cb spider.Callback) {
+	req, err := res.Follow(ref, cb)
+	if err != nil {
+		o.Next.Follow(res, ref, cb) // fails again and is reported there
+		return
+	}
+	o.Request(req)
+}
+
+// FollowAll implements spider.Output.
+func (o *OutputHooks) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
+	var links []string
+	switch v := refs.(type) {
+	case []string:
+		links = v
+	case string:
+		links = []string{v}
+	case *goquery.Selection:
+		v.Each(func(_ int, s *goquery.Selection) {
+			if h, ok := s.Attr("href"); ok {
+				links = append(links, h)
+			} else if h, ok := s.Attr("src"); ok {
+				links = append(links, h)
+			}
+		})
+	case nil:
+	default:
+		o.Next.FollowAll(res, refs, cb) // reports the unsupported type
+		return
+	}
+	for _, l := range links {
+		o.Follow(res, l, cb)
+	}
+}

@@ -1,0 +1,47 @@
+package middleware
+
+import (
+	"context"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/stats"
+)
+
+func init() { RegisterSpider("UrlLength", newURLLength) }
+
+// UrlLength drops requests produced by callbacks whose URL is longer than
+// URLLENGTH_LIMIT characters (0 disables it): such URLs are usually
+// crawler traps (ever-growing query strings or paths). Stat:
+// urllength/request_ignored_count.
+type UrlLength struct {
+	limit int
+	stats *stats.Collector
+	log   zerolog.Logger
+}
+
+func newURLLength(c *spider.Crawler) (Spider, error) {
+	n := c.Settings.Int("URLLENGTH_LIMIT")
+	if n == 0 {
+		return nil, nil
+	}
+	return &UrlLength{limit: n, stats: c.Stats, log: c.Log}, nil
+}
+
+// WrapHandler implements Spider.
+func (m *UrlLength) WrapHandler(next Handler) Handler {
+	return HandlerFunc(func(ctx context.Context, res *spider.Response, out spider.Output) error {
+		return next.Handle(ctx, res, &OutputHooks{Next: out, OnRequest: func(r *spider.Request) *spider.Request {
+			if n := len(r.URL.String()); n > m.limit {
+				if m.stats != nil {
+					m.stats.Inc("urllength/request_ignored_count", 1)
+				}
+				m.log.Debug().Int("length", n).Int("limit", m.limit).Str("url", RedactedURL(r.URL)).
+					Msg("ignoring link: URL longer than URLLENGTH_LIMIT")
+				return nil
+			}
+			return r
+		}})
+	})
+}
