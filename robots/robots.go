@@ -20,6 +20,11 @@
 //     ROBOTSTXT_ERROR_RETRY seconds; the first request after that fetches
 //     robots.txt again. Requests dropped meanwhile are counted under
 //     engine/dropped/robots.txt and robotstxt/unreachable.
+//   - A request admitted while its origin's robots.txt was being fetched,
+//     whose robots.txt turns out to set a Crawl-delay, is rescheduled once
+//     (a *middleware.RescheduleError, stats robotstxt/rescheduled_for_crawl_delay)
+//     instead of sent, so the Crawl-delay holds from the very first
+//     requests rather than after a burst of them.
 //   - Parsed files are kept for 24 hours (RFC 9309 asks not to use a cached
 //     copy longer) in an LRU cache of ROBOTSTXT_CACHE_SIZE origins.
 package robots
@@ -93,6 +98,7 @@ type entry struct {
 	ready   chan struct{} // closed when data/unreachable are set
 	data    *robotstxt.RobotsData
 	unreach bool
+	delayed bool // a Crawl-delay was applied to the host's scope
 	expires time.Time
 }
 
@@ -147,7 +153,7 @@ func (m *Middleware) Check(ctx context.Context, req *spider.Request) error {
 	if skip, _ := req.Get(MetaDontObey).(bool); skip {
 		return nil
 	}
-	e, err := m.entry(ctx, req)
+	e, waited, err := m.entry(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -158,6 +164,14 @@ func (m *Middleware) Check(ctx context.Context, req *spider.Request) error {
 	if !m.allowed(e.data, req) {
 		m.stat("robotstxt/forbidden")
 		return &middleware.DropError{Reason: DropReason, Err: ErrDisallowed}
+	}
+	if waited && e.delayed {
+		// Admitted before the origin's Crawl-delay was known: send it again
+		// through the scheduler so the delay holds from the first request.
+		m.stat("robotstxt/rescheduled_for_crawl_delay")
+		again := req.Clone()
+		again.DontFilter = true
+		return &middleware.RescheduleError{Requests: []*spider.Request{again}, Reason: "robots.txt_crawl_delay"}
 	}
 	return nil
 }
@@ -183,8 +197,9 @@ func origin(req *spider.Request) string {
 }
 
 // entry returns the origin's robots.txt, fetching it once for all
-// concurrent callers.
-func (m *Middleware) entry(ctx context.Context, req *spider.Request) (*entry, error) {
+// concurrent callers; waited reports whether the caller had to wait for
+// the fetch (it was admitted before the robots.txt was known).
+func (m *Middleware) entry(ctx context.Context, req *spider.Request) (e *entry, waited bool, err error) {
 	key := origin(req)
 	now := m.now()
 	m.mu.Lock()
@@ -195,7 +210,7 @@ func (m *Middleware) entry(ctx context.Context, req *spider.Request) (*entry, er
 			if now.Before(e.expires) {
 				m.order.MoveToFront(el)
 				m.mu.Unlock()
-				return e, nil
+				return e, false, nil
 			}
 			m.order.Remove(el) // expired: fetch again below
 			delete(m.entries, key)
@@ -203,13 +218,13 @@ func (m *Middleware) entry(ctx context.Context, req *spider.Request) (*entry, er
 			m.mu.Unlock()
 			select { // someone is fetching it
 			case <-e.ready:
-				return e, nil
+				return e, true, nil
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, true, ctx.Err()
 			}
 		}
 	}
-	e := &entry{origin: key, ready: make(chan struct{})}
+	e = &entry{origin: key, ready: make(chan struct{})}
 	m.entries[key] = m.order.PushFront(e)
 	if m.size > 0 {
 		for m.order.Len() > m.size {
@@ -224,9 +239,9 @@ func (m *Middleware) entry(ctx context.Context, req *spider.Request) (*entry, er
 	go m.fetch(context.WithoutCancel(ctx), e, req)
 	select {
 	case <-e.ready:
-		return e, nil
+		return e, true, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, true, ctx.Err()
 	}
 }
 
@@ -270,18 +285,18 @@ func (m *Middleware) fetch(ctx context.Context, e *entry, from *spider.Request) 
 		data = allowAll
 	}
 	e.data, e.expires = data, now.Add(CacheTTL)
-	m.applyDelay(data, from)
+	e.delayed = m.applyDelay(data, from)
 }
 
-func (m *Middleware) applyDelay(data *robotstxt.RobotsData, req *spider.Request) {
+func (m *Middleware) applyDelay(data *robotstxt.RobotsData, req *spider.Request) bool {
 	if m.delays == nil {
-		return
+		return false
 	}
 	g := data.FindGroup(m.agent)
 	if g == nil || g.CrawlDelay <= 0 {
-		return
+		return false
 	}
-	m.delays.SetRobotsDelay(req.Host(), g.CrawlDelay)
+	return m.delays.SetRobotsDelay(req.Host(), g.CrawlDelay)
 }
 
 var allowAll, _ = robotstxt.FromStatusAndBytes(404, nil)

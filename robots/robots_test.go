@@ -109,6 +109,12 @@ Crawl-delay: 4
 func TestRulesAndCrawlDelay(t *testing.T) {
 	s := newSite(t, 200, rules)
 	m, d, st := newMiddleware(t)
+	// The first request was admitted before the Crawl-delay was known: it
+	// is rescheduled once, not sent.
+	var resched *middleware.RescheduleError
+	if err := check(m, s.srv.URL+"/"); !errors.As(err, &resched) || len(resched.Requests) != 1 || !resched.Requests[0].DontFilter {
+		t.Fatalf("first request: %v, want a reschedule of itself", err)
+	}
 	tests := []struct {
 		path    string
 		allowed bool
@@ -167,8 +173,10 @@ func TestConcurrentFirstRequestsShareOneFetch(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		if err != nil {
-			t.Error(err)
+		// Every one of them was admitted before the Crawl-delay was known.
+		var resched *middleware.RescheduleError
+		if !errors.As(err, &resched) {
+			t.Errorf("%v, want a reschedule (Crawl-delay learnt while waiting)", err)
 		}
 	}
 	if n := s.fetches.Load(); n != 1 {
