@@ -109,8 +109,15 @@ func (a *App) crawl(ctx context.Context, spec crawlSpec) (*engine.Result, error)
 	opts := spec.Options
 	opts.Log = spec.Log
 	opts.Pipelines = append(opts.Pipelines, feed.Pipelines(spec.Feeds...)...)
+	mon, err := a.startMetrics(spec.Settings, &opts) // see metrics.go
+	if err != nil {
+		return nil, usagef("cannot start spider %s: %v", spec.Spider.Name(), err)
+	}
 	e, err := engine.New(spec.Spider, spec.Settings, opts)
 	if err != nil {
+		return nil, usagef("cannot start spider %s: %v", spec.Spider.Name(), err)
+	}
+	if err := mon.Start(e); err != nil {
 		return nil, usagef("cannot start spider %s: %v", spec.Spider.Name(), err)
 	}
 	done := make(chan struct{})
@@ -137,6 +144,7 @@ func (a *App) crawl(ctx context.Context, spec crawlSpec) (*engine.Result, error)
 		}()
 	}
 	res, err := e.Run(ctx)
+	a.finishMetrics(mon, e, spec.Settings, res, spec.Log)
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("crawl of %s failed: %w", spec.Spider.Name(), err)
 	}
