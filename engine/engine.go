@@ -89,7 +89,8 @@ type Engine struct {
 	thr       *throttling.Throttler
 	dl        *downloader.Downloader
 	sched     scheduler.Scheduler
-	fetch     middleware.Fetcher
+	fetch     *middleware.DownloaderChain
+	gate      offlineGate
 	handle    middleware.Handler
 	pipes     []pipeline.Named
 	observers []Observer
@@ -170,20 +171,27 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 
 	e.crawler = &spider.Crawler{Spider: sp, Settings: s, Stats: e.stats, Log: opts.Log, Throttler: thr, Download: e.Download}
 
-	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Gate: thr, Stats: e.stats, Log: opts.Log, Clock: opts.Clock})
+	// The downloader chain is built before the scheduler: the scheduler's
+	// gate asks it whether a request will be answered offline (HTTP cache),
+	// in which case the request gets no throttling scopes.
+	e.fetch, err = middleware.NewDownloaderChain(e.crawler, middleware.FetcherFunc(e.fetchAndReport))
 	if err != nil {
 		return nil, err
 	}
-	e.fetch, _, err = middleware.BuildDownloader(e.crawler, middleware.FetcherFunc(e.fetchAndReport))
+	e.gate = offlineGate{Throttler: thr, chain: e.fetch}
+	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Gate: e.gate, Stats: e.stats, Log: opts.Log, Clock: opts.Clock})
 	if err != nil {
+		_ = e.fetch.Close()
 		return nil, err
 	}
 	e.handle, _, err = middleware.BuildSpider(e.crawler, middleware.HandlerFunc(e.callback))
 	if err != nil {
+		_ = e.fetch.Close()
 		return nil, err
 	}
 	pipes, err := pipeline.Build(e.crawler)
 	if err != nil {
+		_ = e.fetch.Close()
 		return nil, err
 	}
 	e.pipes = append(pipes, opts.Pipelines...)
@@ -272,6 +280,9 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 	}
 	if err := e.sched.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("closing scheduler: %w", err))
+	}
+	if err := e.fetch.Close(); err != nil {
+		errs = append(errs, err)
 	}
 	e.dl.Close()
 	if c, ok := e.sp.(spider.Closer); ok {
@@ -365,7 +376,9 @@ func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
 				wake = w
 				break
 			}
-			e.starts.Take(now)
+			if !isOffline(job.Req) {
+				e.starts.Take(now) // answered offline: not a start
+			}
 			inflight++
 			active++
 			e.stats.Max("engine/peak_inflight", float64(inflight))
@@ -519,6 +532,11 @@ func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 // fetchAndReport is the innermost fetcher: the real download, reported to
 // the throttler and observers.
 func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+	if miss := middleware.OfflineMiss(req); miss != nil {
+		// It skipped throttling on a promise to be answered offline: it
+		// must not reach the network, so it goes back through throttling.
+		return nil, miss
+	}
 	r, _ := ctx.Value(runKey{}).(*run)
 	var scopes throttling.Scopes
 	var sentAt time.Time
@@ -570,11 +588,11 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 // followed here, up to 10 hops. Used for robots.txt and inline requests.
 func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 	for range 10 {
-		scopes, err := e.thr.Scopes(ctx, req)
+		scopes, err := e.gate.Scopes(ctx, req)
 		if err != nil {
 			return nil, err
 		}
-		for {
+		for !isOffline(req) {
 			w := e.starts.Wait(e.clock.Now())
 			if w == 0 {
 				break
@@ -587,7 +605,9 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 			case <-t.C():
 			}
 		}
-		e.starts.Take(e.clock.Now())
+		if !isOffline(req) {
+			e.starts.Take(e.clock.Now())
+		}
 		n := e.waitingAdmission.Add(1)
 		e.warnDelayed(n)
 		sentAt, err := e.thr.Admit(ctx, scopes)
@@ -789,6 +809,29 @@ func (o *output) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
 
 // closedChan is always ready.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// offlineGate is the throttler as the scheduler sees it, except that a
+// request a downloader middleware promises to answer without sending it (a
+// fresh HTTP cache entry) gets no throttling scopes: it neither waits for
+// nor counts against any scope. The promise is checked again just before
+// the network (middleware.OfflineMiss).
+type offlineGate struct {
+	*throttling.Throttler
+	chain *middleware.DownloaderChain
+}
+
+// Scopes implements scheduler.Gate.
+func (g offlineGate) Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
+	if g.chain.AnswerOffline(ctx, req) {
+		return nil, nil
+	}
+	return g.Throttler.Scopes(ctx, req)
+}
+
+func isOffline(req *spider.Request) bool {
+	v, _ := req.Get(middleware.MetaOffline).(bool)
+	return v
+}
 
 // mergeCancel returns a context that is done when either a or b is.
 func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
