@@ -142,7 +142,8 @@ type ScopeConfig struct {
 // Config is the throttling configuration read from settings once, at
 // start-up, and validated there.
 type Config struct {
-	// PerDomain, PerIP and Other are the default concurrencies by kind.
+	// PerDomain, PerIP and Other are the default concurrencies by kind
+	// (IP scopes use PerDomain when PerIP is 0).
 	PerDomain, PerIP, Other int
 	// Delay is DOWNLOAD_DELAY, the default delay of domain and IP scopes.
 	Delay time.Duration
@@ -496,7 +497,12 @@ func (c *Config) defaults(name string) *ScopeConfig {
 	case KindDomain:
 		sc.Concurrency, sc.Delay = c.PerDomain, c.Delay
 	case KindIP:
+		// With CONCURRENT_REQUESTS_PER_IP off there are no IP scopes, only
+		// hosts that are IP literals (http://10.0.0.1/): those are hosts.
 		sc.Concurrency, sc.Delay = c.PerIP, c.Delay
+		if c.PerIP == 0 {
+			sc.Concurrency = c.PerDomain
+		}
 	default:
 		sc.Concurrency = c.Other
 	}

@@ -92,8 +92,10 @@ func TestScopeDefaultsByKind(t *testing.T) {
 		delay float64
 	}{
 		{"books.toscrape.com", 5, 1.5},
-		{"127.0.0.1:8080", 3, 1.5},
-		{"[::1]:8080", 3, 1.5},
+		{"127.0.0.1:8080", 5, 1.5}, // a URL's host, not an IP scope
+		{"[::1]:8080", 5, 1.5},
+		{"10.0.0.1", 3, 1.5},
+		{"::1", 3, 1.5},
 		{"localhost:9000", 5, 1.5},
 		{"users", 2, 0},
 		{"api.toscrape.com/fast-endpoint", 2, 0},

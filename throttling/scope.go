@@ -75,16 +75,20 @@ const (
 	KindIP
 )
 
-// KindOfScope classifies a scope name: an IP address (optionally with a
-// port) is KindIP, a host name (optionally with a port) is KindDomain,
-// anything else (custom names, endpoint paths) is KindOther.
+// KindOfScope classifies a scope name: a bare IP address ("10.0.0.1",
+// "::1") is KindIP; a host name or an address with a port (a URL's host,
+// "books.toscrape.com", "127.0.0.1:8080") is KindDomain; anything else
+// (custom names, endpoint paths) is KindOther. IP scopes added from the
+// DNS cache never carry a port, while host scopes keep a non-default one.
 func KindOfScope(name string) ScopeKind {
 	host := name
 	if h, _, err := net.SplitHostPort(name); err == nil {
+		if net.ParseIP(h) != nil {
+			return KindDomain
+		}
 		host = h
 	}
-	host = strings.Trim(host, "[]")
-	if net.ParseIP(host) != nil {
+	if net.ParseIP(strings.Trim(host, "[]")) != nil {
 		return KindIP
 	}
 	if host == "localhost" || (strings.Contains(host, ".") && isHostname(host)) {

@@ -248,3 +248,29 @@ func TestTakeRequestDelayOnce(t *testing.T) {
 		t.Fatalf("invalid meta: %v", d)
 	}
 }
+
+// CONCURRENT_REQUESTS_PER_IP: the IP scope comes from the downloader's DNS
+// cache (localhost resolves from the hosts file, without the network).
+func TestPerIPScopeFromDNSCache(t *testing.T) {
+	dns := downloader.NewDNSCache(10, time.Second)
+	req := spider.MustRequest("http://localhost:8080/", nil)
+	th, err := New(testSettings(t, "CONCURRENT_REQUESTS_PER_IP", 2), Options{DNS: dns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := th.Scopes(context.Background(), req)
+	if len(sc) != 1 {
+		t.Fatalf("scopes before resolution %v, want the host only (never resolving)", sc.Names())
+	}
+	addrs, err := dns.Lookup(context.Background(), "localhost")
+	if err != nil || len(addrs) == 0 {
+		t.Skipf("localhost does not resolve here: %v", err)
+	}
+	sc, _ = th.Scopes(context.Background(), req)
+	if len(sc) != 2 || !sc.Has(addrs[0]) || !sc.Has("localhost:8080") {
+		t.Fatalf("scopes %v, want localhost:8080 and %s", sc.Names(), addrs[0])
+	}
+	if c := th.ScopeConfigFor(addrs[0]).Concurrency; c != 2 {
+		t.Fatalf("IP scope concurrency %d, want CONCURRENT_REQUESTS_PER_IP 2", c)
+	}
+}
