@@ -47,7 +47,9 @@ func (s *listSpider) Start(ctx context.Context) iter.Seq2[*spider.Request, error
 	}
 }
 
-func (s *listSpider) Parse(ctx context.Context, res *spider.Response, out spider.Output) error { return nil }
+func (s *listSpider) Parse(ctx context.Context, res *spider.Response, out spider.Output) error {
+	return nil
+}
 
 func crawl(t *testing.T, sp spider.Spider, kv ...any) *engine.Result {
 	t.Helper()
