@@ -483,6 +483,16 @@ func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 		// Engine-gated mode: wait for the scopes while holding the slot.
 		n := e.waitingAdmission.Add(1)
 		e.warnDelayed(n)
+		// throttling_delay: once per request (copies keep the mark), before
+		// the scopes are asked, so it holds no scope slot while it waits.
+		if d := throttling.TakeRequestDelay(job.Req); d > 0 {
+			t := e.clock.NewTimer(d)
+			select {
+			case <-t.C():
+			case <-e.stopCtx.Done():
+			}
+			t.Stop()
+		}
 		// A graceful stop cancels the wait: the request has not started
 		// yet, so it stays queued (unacknowledged) for a later run.
 		sentAt, err := e.thr.Admit(e.stopCtx, job.Scopes)
