@@ -65,6 +65,8 @@ type Exporter struct {
 	lastFlush time.Time
 	opened    bool
 	closed    bool
+	stopFlush chan struct{} // closed by Close: stops the background flusher
+	flushDone chan struct{}
 }
 
 // New returns an exporter to path. The format comes from opts.Format or,
@@ -148,7 +150,39 @@ func (e *Exporter) Open(ctx context.Context, c *spider.Crawler) error {
 	}
 	e.opened = true
 	e.lastFlush = time.Now()
+	if iv := e.flushInterval(); iv > 0 {
+		e.stopFlush, e.flushDone = make(chan struct{}), make(chan struct{})
+		go e.flushLoop(iv)
+	}
 	return nil
+}
+
+func (e *Exporter) flushInterval() time.Duration {
+	if e.opts.FlushInterval == 0 {
+		return time.Second
+	}
+	return e.opts.FlushInterval
+}
+
+// flushLoop flushes the buffer every iv, so items reach the file while the
+// crawl is quiet too.
+func (e *Exporter) flushLoop(iv time.Duration) {
+	defer close(e.flushDone)
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stopFlush:
+			return
+		case <-t.C:
+			e.mu.Lock()
+			if !e.closed && e.bw.Buffered() > 0 {
+				_ = e.bw.Flush() // a write error is reported by the next item or Close
+				e.lastFlush = time.Now()
+			}
+			e.mu.Unlock()
+		}
+	}
 }
 
 func (e *Exporter) open() error {
@@ -313,11 +347,7 @@ func (e *Exporter) ProcessItem(ctx context.Context, item any) (any, error) {
 	}
 	e.offset = e.start + e.cw.n
 	e.items++
-	iv := e.opts.FlushInterval
-	if iv == 0 {
-		iv = time.Second
-	}
-	if iv < 0 || time.Since(e.lastFlush) >= iv {
+	if iv := e.flushInterval(); iv < 0 || time.Since(e.lastFlush) >= iv {
 		if err := e.bw.Flush(); err != nil {
 			return nil, fmt.Errorf("feed %s: %w", e.path, err)
 		}
@@ -407,6 +437,12 @@ func (e *Exporter) Close(ctx context.Context) error {
 		return nil
 	}
 	e.closed = true
+	if e.stopFlush != nil {
+		close(e.stopFlush)
+		e.mu.Unlock()
+		<-e.flushDone
+		e.mu.Lock()
+	}
 	var errs []error
 	if e.opts.Format == JSON {
 		if _, err := io.WriteString(e.cw, "\n]\n"); err != nil {

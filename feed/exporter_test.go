@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gocrawl/gocrawl/settings"
 )
@@ -395,5 +396,39 @@ func TestFromSettings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("err = %v, want %q", err, w)
 		}
+	}
+}
+
+func TestBackgroundFlush(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "live.jsonl")
+	ex, err := New(path, Options{FlushInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ex.Open(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close(ctx)
+	if _, err := ex.ProcessItem(ctx, map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	// The item reaches the file while the exporter stays open and idle.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if string(b) == "{\"n\":1}\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("item not flushed to the file; content %q", b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := ex.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ex.Close(ctx); err != nil {
+		t.Errorf("second Close: %v", err)
 	}
 }
