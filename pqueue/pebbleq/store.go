@@ -1,0 +1,688 @@
+// Package pebbleq is the disk queue behind JOBDIR: a pqueue.Store that
+// keeps every queued request in the job's Pebble database, so a paused or
+// crashed crawl resumes with its frontier intact and memory does not grow
+// with the queue.
+//
+// Layout, under the store's key prefix p (jobdir.PrefixQueue by default):
+//
+//	p "q" uvarint(len(queue)) queue prio' id   -> record   (sub-queues)
+//	p "d" notBefore' id                        -> record   (delayed set)
+//	p "n"                                      -> highest ID handed out
+//
+// prio' is the priority mapped so that higher priorities sort first, and
+// notBefore' and id are big-endian, so Pebble's key order is exactly the
+// order in which entries are served. A record holds a versioned header
+// (queue, priority, not-before time, scopes with amounts) followed by the
+// request encoded by the store's pqueue.Codec (jobdir.Codec).
+//
+// Memory holds, per sub-queue, a count and a small read-ahead buffer of its
+// best entries (one entry for a sub-queue only looked at, up to
+// Options.HeadBuffer for one being consumed), plus the reserved entries
+// (bounded by the requests in flight). Everything else stays on disk.
+//
+// Reservations are not written: Reserve only moves an entry out of line in
+// memory and Ack deletes it. A crash or a Close therefore leaves reserved
+// entries stored, and Open puts them back in line with their IDs
+// (at-least-once delivery).
+//
+// Writes use pebble.NoSync: the job directory syncs the write-ahead log
+// periodically and on close (see jobdir.Options.SyncInterval). Pebble's
+// log is replayed as a prefix, so after a power failure the queue is as it
+// was at some moment of the last sync window: a request whose Ack is lost
+// is fetched again, and a request pushed by a callback is never lost while
+// the Ack of the job that produced it survives.
+package pebbleq
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/gocrawl/gocrawl/pqueue"
+	"github.com/gocrawl/gocrawl/throttling"
+)
+
+// recordVersion starts every stored record.
+const recordVersion byte = 1
+
+// idBlock is how many IDs are reserved with one write of the "n" key.
+const idBlock = 1 << 14
+
+// ErrCorrupt is the kind of error for stored keys or records that do not
+// parse.
+var ErrCorrupt = errors.New("pebbleq: corrupt queue data")
+
+// Options configure a Store.
+type Options struct {
+	// Codec encodes requests (jobdir.Codec). Required.
+	Codec pqueue.Codec
+	// Prefix is the key prefix of the store inside the database
+	// (jobdir.PrefixQueue by default).
+	Prefix string
+	// HeadBuffer is how many entries of a sub-queue being consumed are read
+	// ahead into memory (default 32).
+	HeadBuffer int
+}
+
+// Store is a pqueue.Store kept in a Pebble database. Create it with New;
+// the database belongs to the caller (usually a jobdir.Job) and must stay
+// open until Close.
+type Store struct {
+	db    *pebble.DB
+	codec pqueue.Codec
+	qp    []byte // sub-queue keys
+	dp    []byte // delayed keys
+	np    []byte // ID high-water key
+	hb    int
+
+	mu       sync.Mutex
+	open     bool
+	nextID   uint64 // last ID handed out
+	idLimit  uint64 // IDs up to this are recorded as used
+	queues   map[string]*subq
+	reserved map[pqueue.ID]*item
+	waiting  int // entries in sub-queues, not reserved
+	delayed  int // entries in the delayed set
+	due      time.Time
+}
+
+type subq struct {
+	name   string
+	prefix []byte
+	n      int     // entries waiting (not reserved)
+	buf    []*item // the best entries, sorted by key
+	cursor []byte  // every waiting key <= cursor is in buf; nil = nothing read
+}
+
+type item struct {
+	key  []byte
+	info pqueue.Info
+	val  []byte
+}
+
+var _ pqueue.Store = (*Store)(nil)
+
+// New returns a store over db. Call Open before use.
+func New(db *pebble.DB, o Options) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("pebbleq: nil database")
+	}
+	if o.Codec == nil {
+		return nil, errors.New("pebbleq: Options.Codec is required")
+	}
+	if o.Prefix == "" {
+		o.Prefix = "q"
+	}
+	if o.HeadBuffer <= 0 {
+		o.HeadBuffer = 32
+	}
+	p := []byte(o.Prefix)
+	return &Store{
+		db: db, codec: o.Codec, hb: o.HeadBuffer,
+		qp: append(slices.Clip(p), 'q'), dp: append(slices.Clip(p), 'd'), np: append(slices.Clip(p), 'n'),
+	}, nil
+}
+
+// Open implements pqueue.Store: it counts the stored entries per
+// sub-queue (one pass over the keys) and reads the ID high-water mark.
+// Entries reserved before a crash or Close are simply back in line.
+func (s *Store) Open(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queues = map[string]*subq{}
+	s.reserved = map[pqueue.ID]*item{}
+	s.waiting, s.delayed, s.due = 0, 0, time.Time{}
+	s.nextID, s.idLimit = 0, 0
+
+	if v, closer, err := s.db.Get(s.np); err == nil {
+		if len(v) != 8 {
+			closer.Close()
+			return fmt.Errorf("%w: ID record has %d bytes", ErrCorrupt, len(v))
+		}
+		s.nextID = binary.BigEndian.Uint64(v)
+		s.idLimit = s.nextID
+		closer.Close()
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return err
+	}
+
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: s.qp, UpperBound: prefixEnd(s.qp)})
+	if err != nil {
+		return err
+	}
+	var cur *subq
+	for it.First(); it.Valid(); it.Next() {
+		if err := ctx.Err(); err != nil {
+			it.Close()
+			return err
+		}
+		k := it.Key()
+		name, id, err := s.parseQueueKey(k)
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if cur == nil || cur.name != string(name) {
+			cur = s.subq(string(name))
+		}
+		cur.n++
+		s.waiting++
+		s.nextID = max(s.nextID, id)
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return err
+	}
+
+	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: s.dp, UpperBound: prefixEnd(s.dp)})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		if len(k) != len(s.dp)+16 {
+			it.Close()
+			return fmt.Errorf("%w: delayed key %q", ErrCorrupt, k)
+		}
+		if s.delayed == 0 {
+			s.due = decodeTime(k[len(s.dp):])
+		}
+		s.delayed++
+		s.nextID = max(s.nextID, binary.BigEndian.Uint64(k[len(s.dp)+8:]))
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return err
+	}
+	s.idLimit = max(s.idLimit, s.nextID)
+	s.open = true
+	return nil
+}
+
+func (s *Store) subq(name string) *subq {
+	q, ok := s.queues[name]
+	if !ok {
+		p := append(slices.Clip(s.qp), binary.AppendUvarint(nil, uint64(len(name)))...)
+		q = &subq{name: name, prefix: append(p, name...)}
+		s.queues[name] = q
+	}
+	return q
+}
+
+// Push implements pqueue.Store. A request the codec cannot encode is
+// rejected with the codec's error and nothing is stored.
+func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
+	reqBytes, err := s.codec.Encode(e.Req)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.open {
+		return pqueue.ErrClosed
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	id := s.nextID + 1
+	if id > s.idLimit {
+		s.idLimit = id + idBlock - 1
+		if err := b.Set(s.np, binary.BigEndian.AppendUint64(nil, s.idLimit), nil); err != nil {
+			return err
+		}
+	}
+	info := e.Info
+	info.ID = pqueue.ID(id)
+	val := appendRecord(nil, info, reqBytes)
+	var key []byte
+	if !info.NotBefore.IsZero() {
+		key = s.delayedKey(info.NotBefore, id)
+	} else {
+		key = s.queueKey(s.subq(info.Queue), info.Priority, id)
+	}
+	if err := b.Set(key, val, nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("pebbleq: push %s: %w", e.Req, err)
+	}
+	s.nextID = id
+	e.ID = info.ID
+	if !info.NotBefore.IsZero() {
+		if s.delayed == 0 || info.NotBefore.Before(s.due) {
+			s.due = info.NotBefore
+		}
+		s.delayed++
+		return nil
+	}
+	s.inLine(s.subq(info.Queue), &item{key: key, info: info, val: val})
+	return nil
+}
+
+// inLine counts it as waiting in q, buffering it when it sorts within the
+// part of q already read into memory.
+func (s *Store) inLine(q *subq, it *item) {
+	q.n++
+	s.waiting++
+	if q.cursor == nil || bytes.Compare(it.key, q.cursor) > 0 {
+		return // on disk beyond what was read; a refill finds it
+	}
+	i, _ := slices.BinarySearchFunc(q.buf, it.key, func(a *item, k []byte) int { return bytes.Compare(a.key, k) })
+	q.buf = slices.Insert(q.buf, i, it)
+	if len(q.buf) > 2*s.hb {
+		// Too many high-priority arrivals: forget the tail (it is on
+		// disk) and move the cursor back.
+		clear(q.buf[s.hb:])
+		q.buf = q.buf[:s.hb]
+		q.cursor = q.buf[s.hb-1].key
+	}
+}
+
+// fill makes sure q's buffer holds its best entry when q has one, reading
+// up to limit entries from disk.
+func (s *Store) fill(q *subq, limit int) error {
+	if len(q.buf) > 0 || q.n == 0 {
+		return nil
+	}
+	lower := q.prefix
+	if q.cursor != nil {
+		lower = append(slices.Clip(q.cursor), 0) // the key right after the cursor
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(q.prefix)})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid() && len(q.buf) < limit; it.Next() {
+		key := slices.Clone(it.Key())
+		q.cursor = key
+		_, id, err := s.parseQueueKey(key)
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if _, r := s.reserved[pqueue.ID(id)]; r {
+			continue
+		}
+		val, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return err
+		}
+		info, _, err := parseRecord(val)
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("%w: entry %d: %v", ErrCorrupt, id, err)
+		}
+		info.ID, info.NotBefore = pqueue.ID(id), time.Time{}
+		q.buf = append(q.buf, &item{key: key, info: info, val: slices.Clone(val)})
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return err
+	}
+	if len(q.buf) == 0 {
+		return fmt.Errorf("%w: sub-queue %q should hold %d entries but none was found", ErrCorrupt, q.name, q.n)
+	}
+	return nil
+}
+
+// Head implements pqueue.Store.
+func (s *Store) Head(ctx context.Context, queue string) (pqueue.Info, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.open {
+		return pqueue.Info{}, false, pqueue.ErrClosed
+	}
+	q, ok := s.queues[queue]
+	if !ok || q.n == 0 {
+		return pqueue.Info{}, false, nil
+	}
+	if err := s.fill(q, 1); err != nil {
+		return pqueue.Info{}, false, err
+	}
+	return q.buf[0].info, true, nil
+}
+
+// Reserve implements pqueue.Store.
+func (s *Store) Reserve(ctx context.Context, queue string) (pqueue.Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.open {
+		return pqueue.Entry{}, pqueue.ErrClosed
+	}
+	q, ok := s.queues[queue]
+	if !ok || q.n == 0 {
+		return pqueue.Entry{}, fmt.Errorf("reserve from %q: %w", queue, pqueue.ErrEmpty)
+	}
+	if err := s.fill(q, s.hb); err != nil {
+		return pqueue.Entry{}, err
+	}
+	it := q.buf[0]
+	_, reqBytes, err := parseRecord(it.val)
+	if err != nil {
+		return pqueue.Entry{}, fmt.Errorf("%w: entry %d: %v", ErrCorrupt, it.info.ID, err)
+	}
+	req, err := s.codec.Decode(reqBytes)
+	if err != nil {
+		return pqueue.Entry{}, fmt.Errorf("pebbleq: entry %d in %q: %w", it.info.ID, queue, err)
+	}
+	q.buf[0] = nil
+	q.buf = q.buf[1:]
+	if len(q.buf) == 0 {
+		q.buf = nil // let the backing array go
+	}
+	q.n--
+	s.waiting--
+	it.val = nil // Nack re-reads it from disk when needed
+	s.reserved[it.info.ID] = it
+	return pqueue.Entry{Info: it.info, Req: req}, nil
+}
+
+// Ack implements pqueue.Store: the entry is deleted from disk.
+func (s *Store) Ack(ctx context.Context, id pqueue.ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.open {
+		return pqueue.ErrClosed
+	}
+	it, ok := s.reserved[id]
+	if !ok {
+		return fmt.Errorf("ack %d: %w", id, pqueue.ErrUnknownID)
+	}
+	if err := s.db.Delete(it.key, pebble.NoSync); err != nil {
+		return fmt.Errorf("pebbleq: ack %d: %w", id, err)
+	}
+	delete(s.reserved, id)
+	return nil
+}
+
+// Nack implements pqueue.Store.
+func (s *Store) Nack(ctx context.Context, id pqueue.ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.open {
+		return pqueue.ErrClosed
+	}
+	it, ok := s.reserved[id]
+	if !ok {
+		return fmt.Errorf("nack %d: %w", id, pqueue.ErrUnknownID)
+	}
+	q := s.subq(it.info.Queue)
+	if q.cursor != nil && bytes.Compare(it.key, q.cursor) <= 0 {
+		v, closer, err := s.db.Get(it.key)
+		if err != nil {
+			return fmt.Errorf("pebbleq: nack %d: %w", id, err)
+		}
+		it.val = slices.Clone(v)
+		closer.Close()
+	}
+	delete(s.reserved, id)
+	s.inLine(q, it)
+	return nil
+}
+
+// NextDue implements pqueue.Store.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.open {
+		return time.Time{}, false, pqueue.ErrClosed
+	}
+	if s.delayed == 0 {
+		return time.Time{}, false, nil
+	}
+	return s.due, true, nil
+}
+
+// PromoteDue implements pqueue.Store.
+func (s *Store) PromoteDue(ctx context.Context, now time.Time) ([]pqueue.Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.open {
+		return nil, pqueue.ErrClosed
+	}
+	if s.delayed == 0 || s.due.After(now) {
+		return nil, nil
+	}
+	upper := append(slices.Clip(s.dp), encodeTime(now)...)
+	upper = append(upper, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0)
+	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: s.dp, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	var moved []*item
+	for iter.First(); iter.Valid(); iter.Next() {
+		k := iter.Key()
+		if len(k) != len(s.dp)+16 {
+			iter.Close()
+			return nil, fmt.Errorf("%w: delayed key %q", ErrCorrupt, k)
+		}
+		id := binary.BigEndian.Uint64(k[len(s.dp)+8:])
+		val, err := iter.ValueAndErr()
+		if err != nil {
+			iter.Close()
+			return nil, err
+		}
+		info, _, err := parseRecord(val)
+		if err != nil {
+			iter.Close()
+			return nil, fmt.Errorf("%w: delayed entry %d: %v", ErrCorrupt, id, err)
+		}
+		info.ID, info.NotBefore = pqueue.ID(id), time.Time{}
+		qk := s.queueKey(s.subq(info.Queue), info.Priority, id)
+		_ = b.Delete(k, nil)
+		_ = b.Set(qk, val, nil)
+		moved = append(moved, &item{key: qk, info: info, val: slices.Clone(val)})
+	}
+	if err := errors.Join(iter.Error(), iter.Close()); err != nil {
+		return nil, err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return nil, err
+	}
+	out := make([]pqueue.Info, len(moved))
+	for i, it := range moved {
+		s.delayed--
+		s.inLine(s.subq(it.info.Queue), it)
+		out[i] = it.info
+	}
+	if s.delayed > 0 {
+		due, err := s.firstDue()
+		if err != nil {
+			return out, err
+		}
+		s.due = due
+	}
+	return out, nil
+}
+
+func (s *Store) firstDue() (time.Time, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: s.dp, UpperBound: prefixEnd(s.dp)})
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer it.Close()
+	if !it.First() {
+		return time.Time{}, errors.Join(it.Error(), fmt.Errorf("%w: delayed set should hold %d entries", ErrCorrupt, s.delayed))
+	}
+	return decodeTime(it.Key()[len(s.dp):]), nil
+}
+
+// Queues implements pqueue.Store.
+func (s *Store) Queues(ctx context.Context, fn func(queue string) error) error {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.queues))
+	for n, q := range s.queues {
+		if q.n > 0 {
+			names = append(names, n)
+		}
+	}
+	s.mu.Unlock()
+	for _, n := range names {
+		if err := fn(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Counts returns the number of waiting entries per sub-queue (delayed ones
+// not included) and the size of the delayed set.
+func (s *Store) Counts() (map[string]int, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.queues))
+	for n, q := range s.queues {
+		if q.n > 0 {
+			out[n] = q.n
+		}
+	}
+	return out, s.delayed
+}
+
+// Len implements pqueue.Store.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting + s.delayed
+}
+
+// Reserved returns how many entries are reserved and not yet acked.
+func (s *Store) Reserved() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.reserved)
+}
+
+// Close implements pqueue.Store. Every entry not acknowledged, reserved
+// ones included, stays in the database; the database itself is left open
+// for its owner to close.
+func (s *Store) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open = false
+	s.queues, s.reserved = nil, nil
+	return nil
+}
+
+func (s *Store) queueKey(q *subq, prio int, id uint64) []byte {
+	k := make([]byte, 0, len(q.prefix)+16)
+	k = append(k, q.prefix...)
+	k = binary.BigEndian.AppendUint64(k, ^(uint64(int64(prio)) ^ (1 << 63)))
+	return binary.BigEndian.AppendUint64(k, id)
+}
+
+// parseQueueKey returns the sub-queue name and ID of a sub-queue key.
+func (s *Store) parseQueueKey(k []byte) ([]byte, uint64, error) {
+	rest := k[len(s.qp):]
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || uint64(len(rest)-w) != n+16 {
+		return nil, 0, fmt.Errorf("%w: queue key %q", ErrCorrupt, k)
+	}
+	rest = rest[w:]
+	return rest[:n], binary.BigEndian.Uint64(rest[n+8:]), nil
+}
+
+func (s *Store) delayedKey(t time.Time, id uint64) []byte {
+	k := append(slices.Clip(s.dp), encodeTime(t)...)
+	return binary.BigEndian.AppendUint64(k, id)
+}
+
+func encodeTime(t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano())^(1<<63))
+}
+
+func decodeTime(b []byte) time.Time {
+	return time.Unix(0, int64(binary.BigEndian.Uint64(b)^(1<<63))).UTC()
+}
+
+// appendRecord writes the record header for info followed by the request.
+func appendRecord(b []byte, info pqueue.Info, req []byte) []byte {
+	b = append(b, recordVersion)
+	b = binary.AppendUvarint(b, uint64(len(info.Queue)))
+	b = append(b, info.Queue...)
+	b = binary.AppendVarint(b, int64(info.Priority))
+	var nb int64
+	if !info.NotBefore.IsZero() {
+		nb = info.NotBefore.UnixNano()
+	}
+	b = binary.AppendVarint(b, nb)
+	b = binary.AppendUvarint(b, uint64(len(info.Scopes)))
+	for _, sc := range info.Scopes {
+		b = binary.AppendUvarint(b, uint64(len(sc.Name)))
+		b = append(b, sc.Name...)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(sc.Amount))
+	}
+	return append(b, req...)
+}
+
+// parseRecord returns the Info (without ID) and request bytes of a record.
+func parseRecord(b []byte) (pqueue.Info, []byte, error) {
+	var info pqueue.Info
+	if len(b) == 0 || b[0] != recordVersion {
+		if len(b) == 0 {
+			return info, nil, errors.New("empty record")
+		}
+		return info, nil, fmt.Errorf("record version %d, this build reads %d", b[0], recordVersion)
+	}
+	b = b[1:]
+	str := func() (string, bool) {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || uint64(len(b)-w) < n {
+			return "", false
+		}
+		s := string(b[w : w+int(n)])
+		b = b[w+int(n):]
+		return s, true
+	}
+	var ok bool
+	if info.Queue, ok = str(); !ok {
+		return info, nil, errors.New("bad queue name")
+	}
+	p, w := binary.Varint(b)
+	if w <= 0 {
+		return info, nil, errors.New("bad priority")
+	}
+	info.Priority, b = int(p), b[w:]
+	nb, w := binary.Varint(b)
+	if w <= 0 {
+		return info, nil, errors.New("bad not-before time")
+	}
+	if nb != 0 {
+		info.NotBefore = time.Unix(0, nb).UTC()
+	}
+	b = b[w:]
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)) {
+		return info, nil, errors.New("bad scope count")
+	}
+	b = b[w:]
+	if n > 0 {
+		info.Scopes = make(throttling.Scopes, n)
+		for i := range info.Scopes {
+			if info.Scopes[i].Name, ok = str(); !ok || len(b) < 8 {
+				return info, nil, errors.New("bad scope")
+			}
+			info.Scopes[i].Amount = math.Float64frombits(binary.LittleEndian.Uint64(b))
+			b = b[8:]
+		}
+	}
+	return info, b, nil
+}
+
+func prefixEnd(p []byte) []byte {
+	end := slices.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
