@@ -369,7 +369,7 @@ func TestDemo(t *testing.T) {
 	dir := t.TempDir()
 	// A project's gocrawl.yaml must not slow the demo down.
 	os.WriteFile(filepath.Join(dir, "gocrawl.yaml"), []byte("DOWNLOAD_DELAY: 30\n"), 0o644)
-	r := gocrawl(t, dir, nil, "demo", "-s", "LOG_LEVEL=WARNING")
+	r := gocrawl(t, dir, nil, "demo", "-s", "LOG_LEVEL=WARNING", "-s", "DEMO_EXPERIMENT_PAGES=0") // the experiment has its own test
 	r.expect(t, 0, nil, []string{"demo site: quotes at http://127.0.0.1:", "--- quotes: finished", "--- books: finished",
 		"ok responses/s", "items written to demo-items.jsonl"})
 	b, err := os.ReadFile(filepath.Join(dir, "demo-items.jsonl"))
