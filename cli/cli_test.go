@@ -123,6 +123,8 @@ func TestCommands(t *testing.T) {
 			[]string{"not both"}},
 		{"unknown output format", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-O", "items.xml"}, 2, nil,
 			[]string{"cannot tell the format of \"items.xml\"", "-t jsonl|json|csv"}},
+		{"same file twice", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-o", "a.jsonl", "-o", "./a.jsonl"}, 2, nil,
+			[]string{"two feed exports write to ./a.jsonl"}},
 		{"bad LOG_LEVEL", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "LOG_LEVEL=LOUD"}, 2, nil,
 			[]string{`LOG_LEVEL "LOUD": use DEBUG, INFO`}},
 	}

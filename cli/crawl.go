@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -203,6 +204,17 @@ func buildFeeds(s *settings.Settings, stdout io.Writer, appendTo, overwrite []st
 		if err := add(p, true); err != nil {
 			return nil, err
 		}
+	}
+	seen := map[string]bool{}
+	for _, ex := range exs {
+		p := ex.Path()
+		if p != "<writer>" {
+			p = filepath.Clean(p)
+		}
+		if seen[p] {
+			return nil, usagef("two feed exports write to %s (from -o/-O and FEEDS); give each its own file", ex.Path())
+		}
+		seen[p] = true
 	}
 	if format != "" && len(appendTo)+len(overwrite) == 0 {
 		return nil, usagef("-t %s needs an output file: -o FILE or -O FILE", format)
