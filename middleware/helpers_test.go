@@ -1,0 +1,126 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/stats"
+)
+
+// testSpider is a spider with optional allowed domains.
+type testSpider struct {
+	spider.Base
+}
+
+func (*testSpider) Name() string { return "test" }
+func (*testSpider) Parse(context.Context, *spider.Response, spider.Output) error {
+	return nil
+}
+
+// newCrawler returns a crawler with settings overrides and a log buffer.
+func newCrawler(t *testing.T, sp spider.Spider, set map[string]any) (*spider.Crawler, *syncBuffer) {
+	t.Helper()
+	s := settings.New()
+	// The robots.txt middleware lives in package robots, which this
+	// package's tests do not link.
+	base := maps.Clone(s.Map("DOWNLOADER_MIDDLEWARES_BASE"))
+	delete(base, "RobotsTxt")
+	if err := s.Set("DOWNLOADER_MIDDLEWARES_BASE", base, settings.SourceFile, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMap(set, settings.SourceCommandLine, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if sp == nil {
+		sp = &testSpider{}
+	}
+	buf := &syncBuffer{}
+	return &spider.Crawler{Spider: sp, Settings: s, Stats: stats.New(), Log: zerolog.New(buf).Level(zerolog.DebugLevel)}, buf
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// only enables just the named built-in downloader middlewares, at their
+// base orders.
+func only(set map[string]any, names ...string) map[string]any {
+	if set == nil {
+		set = map[string]any{}
+	}
+	base := settings.New().Map("DOWNLOADER_MIDDLEWARES_BASE")
+	dm := map[string]any{}
+	for _, n := range names {
+		dm[n] = base[n]
+	}
+	set["DOWNLOADER_MIDDLEWARES_BASE"] = dm
+	return set
+}
+
+// realFetcher downloads for real (tests talk to 127.0.0.1 only).
+func realFetcher() Fetcher {
+	d := downloader.New(downloader.Options{Compression: true})
+	return FetcherFunc(d.Fetch)
+}
+
+// chainFor builds the downloader chain of c around inner.
+func chainFor(t *testing.T, c *spider.Crawler, inner Fetcher) *DownloaderChain {
+	t.Helper()
+	ch, err := NewDownloaderChain(c, inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	return ch
+}
+
+// follow runs req through f, following reschedules (as the engine would,
+// minus the scheduler) up to n times; it returns the final outcome and the
+// requests it went through.
+func follow(ctx context.Context, f Fetcher, req *spider.Request, n int) (*spider.Response, error, []*spider.Request) {
+	seen := []*spider.Request{req}
+	for range n {
+		res, err := f.Fetch(ctx, req)
+		var rs *RescheduleError
+		if errors.As(err, &rs) && len(rs.Requests) == 1 {
+			req = rs.Requests[0]
+			seen = append(seen, req)
+			continue
+		}
+		return res, err, seen
+	}
+	return nil, errors.New("too many reschedules"), seen
+}
+
+// staticFetcher answers every request with the same status.
+func statusFetcher(status int, hdr http.Header) Fetcher {
+	return FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+		if hdr == nil {
+			hdr = http.Header{}
+		}
+		return &spider.Response{URL: req.URL, Status: status, Header: hdr.Clone(), Request: req}, nil
+	})
+}

@@ -1,0 +1,246 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/engine"
+	"github.com/gocrawl/gocrawl/middleware"
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// crawlSpider requests its start URLs (with optional meta) and records
+// responses and errback errors.
+type crawlSpider struct {
+	spider.Base
+	meta map[string]any
+
+	mu   sync.Mutex
+	got  []*spider.Response
+	errs []error
+}
+
+func (*crawlSpider) Name() string { return "it" }
+
+func (s *crawlSpider) Start(ctx context.Context) iter.Seq2[*spider.Request, error] {
+	return func(yield func(*spider.Request, error) bool) {
+		for _, u := range s.StartURLs {
+			r, err := spider.NewRequest(u, s.Parse)
+			if err == nil {
+				r.Errback = s.OnError
+				for k, v := range s.meta {
+					r.Set(k, v)
+				}
+			}
+			if !yield(r, err) {
+				return
+			}
+		}
+	}
+}
+
+func (s *crawlSpider) Parse(ctx context.Context, res *spider.Response, out spider.Output) error {
+	s.mu.Lock()
+	s.got = append(s.got, res)
+	s.mu.Unlock()
+	out.Item(map[string]any{"url": res.URL.String()})
+	return nil
+}
+
+func (s *crawlSpider) OnError(ctx context.Context, req *spider.Request, err error, out spider.Output) error {
+	s.mu.Lock()
+	s.errs = append(s.errs, err)
+	s.mu.Unlock()
+	return nil
+}
+
+func crawl(t *testing.T, sp spider.Spider, set map[string]any, opts engine.Options) *engine.Result {
+	t.Helper()
+	s := settings.New()
+	base := map[string]any{"ROBOTSTXT_OBEY": false, "RANDOMIZE_DOWNLOAD_DELAY": false, "BACKOFF_JITTER": 0.0, "LOG_LEVEL": "ERROR"}
+	for k, v := range set {
+		base[k] = v
+	}
+	if err := s.SetMap(base, settings.SourceCommandLine, "test"); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(sp, s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := e.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != "finished" {
+		t.Fatalf("crawl ended with %q, want finished", res.Reason)
+	}
+	return res
+}
+
+// arrivals records when requests reach a handler.
+type arrivals struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (a *arrivals) hit() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.at = append(a.at, time.Now())
+	return len(a.at)
+}
+
+func (a *arrivals) gaps() []time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var g []time.Duration
+	for i := 1; i < len(a.at); i++ {
+		g = append(g, a.at[i].Sub(a.at[i-1]))
+	}
+	return g
+}
+
+// TestRetriesWaitForTheBackingOffScope checks, server-side, that a retry
+// is a new start through the throttling gate: after a 503 the host's scope
+// backs off (BACKOFF_MIN_DELAY), and the retry does not arrive before
+// that delay has passed.
+func TestRetriesWaitForTheBackingOffScope(t *testing.T) {
+	const minDelay = 300 * time.Millisecond
+	var arr arrivals
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if arr.hit() <= 2 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	sp := &crawlSpider{Base: spider.Base{StartURLs: []string{srv.URL + "/flaky"}}}
+	res := crawl(t, sp, map[string]any{"BACKOFF_MIN_DELAY": minDelay.Seconds()}, engine.Options{})
+
+	gaps := arr.gaps()
+	if len(gaps) != 2 {
+		t.Fatalf("server saw %d requests, want 3 (first attempt and 2 retries)", len(gaps)+1)
+	}
+	for i, g := range gaps {
+		if g < minDelay*9/10 {
+			t.Errorf("retry %d arrived %v after the previous attempt, inside the scope's backoff delay %v", i+1, g, minDelay)
+		}
+	}
+	if len(sp.got) != 1 || sp.got[0].Status != 200 {
+		t.Errorf("callback got %d responses, want the final 200", len(sp.got))
+	}
+	for k, want := range map[string]float64{
+		"retry/count": 2, "retry/reason_count/503 Service Unavailable": 2, "retry/max_reached": 0,
+		"engine/rescheduled/retry": 2, "downloader/request_count": 3, "item_scraped_count": 1,
+	} {
+		if res.Stats[k] != want {
+			t.Errorf("%s = %v, want %v", k, res.Stats[k], want)
+		}
+	}
+}
+
+// TestRetriesExhaustedReachErrback: after the last retry a retryable status
+// goes on to HttpError, whose error (with the response) reaches the errback;
+// a download error reaches it as itself.
+func TestRetriesExhaustedReachErrback(t *testing.T) {
+	var hits, resets arrivals
+	mux := http.NewServeMux()
+	mux.HandleFunc("/down", func(w http.ResponseWriter, r *http.Request) {
+		hits.hit()
+		http.Error(w, "down", http.StatusBadGateway)
+	})
+	mux.HandleFunc("/cut", func(w http.ResponseWriter, r *http.Request) {
+		// Promise 100 bytes, send 5, hang up: ResponseDataLossError.
+		resets.hit()
+		w.Header().Set("Content-Length", "100")
+		w.Write([]byte("short"))
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	sp := &crawlSpider{Base: spider.Base{StartURLs: []string{srv.URL + "/down", srv.URL + "/cut"}}}
+	res := crawl(t, sp, map[string]any{"BACKOFF_MIN_DELAY": 0.01, "RETRY_TIMES": 1}, engine.Options{})
+
+	if n := len(hits.gaps()) + 1; n != 2 {
+		t.Errorf("/down requested %d times, want 2", n)
+	}
+	if n := len(resets.gaps()) + 1; n != 2 {
+		t.Errorf("/cut requested %d times, want 2", n)
+	}
+	if len(sp.errs) != 2 {
+		t.Fatalf("errback called %d times, want 2: %v", len(sp.errs), sp.errs)
+	}
+	var sawHTTP, sawDownload bool
+	for _, err := range sp.errs {
+		var he *middleware.HTTPError
+		if errors.As(err, &he) && he.Response.Status == 502 {
+			sawHTTP = true
+		}
+		if errors.Is(err, downloader.ErrResponseDataLoss) {
+			sawDownload = true
+		}
+	}
+	if !sawHTTP || !sawDownload {
+		t.Errorf("errback errors = %v; want an HTTPError with the 502 and a ResponseDataLossError", sp.errs)
+	}
+	if res.Stats["retry/max_reached"] != 2 || res.Stats["engine/dropped/httperror"] != 1 {
+		t.Errorf("stats = %v", res.Stats)
+	}
+}
+
+// TestRedirectsAreRecheckedAndKeepScopes: a redirect is a new request
+// through the whole chain: Offsite drops a hop to a host outside the
+// allowed domains, and an allowed hop keeps the custom throttling scopes.
+func TestRedirectsAreRecheckedAndKeepScopes(t *testing.T) {
+	var srvURL, otherHost string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/to-offsite", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+otherHost+"/x", http.StatusFound)
+	})
+	mux.HandleFunc("/to-page", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, srvURL+"/page", http.StatusMovedPermanently)
+	})
+	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "page") })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	srvURL = srv.URL
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	otherHost = "localhost:" + port // same server, another host name
+
+	sp := &crawlSpider{Base: spider.Base{StartURLs: []string{srv.URL + "/to-offsite", srv.URL + "/to-page"}, Domains: []string{"127.0.0.1"}},
+		meta: map[string]any{"throttling_scopes": "custom"}}
+	res := crawl(t, sp, nil, engine.Options{})
+
+	if len(sp.got) != 1 {
+		t.Fatalf("callback got %d responses, want 1", len(sp.got))
+	}
+	r := sp.got[0].Request
+	if r.URL.Path != "/page" || r.Get("throttling_scopes") != "custom" {
+		t.Errorf("final request %s has throttling_scopes %v, want custom", r, r.Get("throttling_scopes"))
+	}
+	urls, _ := r.Get(middleware.MetaRedirectURLs).([]any)
+	if len(urls) != 1 || urls[0] != srv.URL+"/to-page" {
+		t.Errorf("redirect_urls = %v", urls)
+	}
+	if len(sp.errs) != 1 || !errors.Is(sp.errs[0], middleware.ErrDropped) {
+		t.Errorf("errback errors = %v, want one offsite drop", sp.errs)
+	}
+	if res.Stats["engine/dropped/offsite"] != 1 || res.Stats["offsite/filtered"] != 1 || res.Stats["engine/rescheduled/redirect"] != 2 {
+		t.Errorf("stats = %v", res.Stats)
+	}
+}
