@@ -142,6 +142,9 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 		ErrorIfNotExists: exists,
 		ReadOnly:         opts.ReadOnly,
 		Logger:           quietLogger{},
+		// A larger memtable than Pebble's 4 MB default absorbs a queue's
+		// push-then-delete churn before it reaches the disk.
+		MemTableSize: 32 << 20,
 	}
 	db, err := pebble.Open(stateDir, popts)
 	if err != nil {

@@ -68,20 +68,26 @@ type Options struct {
 	// (jobdir.PrefixQueue by default).
 	Prefix string
 	// HeadBuffer is how many entries of a sub-queue being consumed are read
-	// ahead into memory (default 32).
+	// ahead into memory (default 128). Once MaxBuffered entries are held in
+	// read-ahead buffers across all sub-queues, sub-queues read one entry
+	// at a time, so memory stays bounded with very many hosts.
 	HeadBuffer int
+	// MaxBuffered bounds the entries held in read-ahead buffers (default
+	// 65536, about 15 MB for typical requests).
+	MaxBuffered int
 }
 
 // Store is a pqueue.Store kept in a Pebble database. Create it with New;
 // the database belongs to the caller (usually a jobdir.Job) and must stay
 // open until Close.
 type Store struct {
-	db    *pebble.DB
-	codec pqueue.Codec
-	qp    []byte // sub-queue keys
-	dp    []byte // delayed keys
-	np    []byte // ID high-water key
-	hb    int
+	db     *pebble.DB
+	codec  pqueue.Codec
+	qp     []byte // sub-queue keys
+	dp     []byte // delayed keys
+	np     []byte // ID high-water key
+	hb     int
+	maxBuf int
 
 	mu       sync.Mutex
 	open     bool
@@ -90,6 +96,7 @@ type Store struct {
 	queues   map[string]*subq
 	reserved map[pqueue.ID]*item
 	waiting  int // entries in sub-queues, not reserved
+	buffered int // entries held in read-ahead buffers
 	delayed  int // entries in the delayed set
 	due      time.Time
 }
@@ -122,11 +129,14 @@ func New(db *pebble.DB, o Options) (*Store, error) {
 		o.Prefix = "q"
 	}
 	if o.HeadBuffer <= 0 {
-		o.HeadBuffer = 32
+		o.HeadBuffer = 128
+	}
+	if o.MaxBuffered <= 0 {
+		o.MaxBuffered = 1 << 16
 	}
 	p := []byte(o.Prefix)
 	return &Store{
-		db: db, codec: o.Codec, hb: o.HeadBuffer,
+		db: db, codec: o.Codec, hb: o.HeadBuffer, maxBuf: o.MaxBuffered,
 		qp: append(slices.Clip(p), 'q'), dp: append(slices.Clip(p), 'd'), np: append(slices.Clip(p), 'n'),
 	}, nil
 }
@@ -139,7 +149,7 @@ func (s *Store) Open(ctx context.Context) error {
 	defer s.mu.Unlock()
 	s.queues = map[string]*subq{}
 	s.reserved = map[pqueue.ID]*item{}
-	s.waiting, s.delayed, s.due = 0, 0, time.Time{}
+	s.waiting, s.delayed, s.due, s.buffered = 0, 0, time.Time{}, 0
 	s.nextID, s.idLimit = 0, 0
 
 	if v, closer, err := s.db.Get(s.np); err == nil {
@@ -274,12 +284,14 @@ func (s *Store) inLine(q *subq, it *item) {
 	}
 	i, _ := slices.BinarySearchFunc(q.buf, it.key, func(a *item, k []byte) int { return bytes.Compare(a.key, k) })
 	q.buf = slices.Insert(q.buf, i, it)
-	if len(q.buf) > 2*s.hb {
+	s.buffered++
+	if keep := max(1, min(s.hb, s.maxBuf-s.buffered)); len(q.buf) > 2*keep {
 		// Too many high-priority arrivals: forget the tail (it is on
 		// disk) and move the cursor back.
-		clear(q.buf[s.hb:])
-		q.buf = q.buf[:s.hb]
-		q.cursor = q.buf[s.hb-1].key
+		s.buffered -= len(q.buf) - keep
+		clear(q.buf[keep:])
+		q.buf = q.buf[:keep]
+		q.cursor = q.buf[keep-1].key
 	}
 }
 
@@ -320,6 +332,7 @@ func (s *Store) fill(q *subq, limit int) error {
 		}
 		info.ID, info.NotBefore = pqueue.ID(id), time.Time{}
 		q.buf = append(q.buf, &item{key: key, info: info, val: slices.Clone(val)})
+		s.buffered++
 	}
 	if err := errors.Join(it.Error(), it.Close()); err != nil {
 		return err
@@ -358,7 +371,11 @@ func (s *Store) Reserve(ctx context.Context, queue string) (pqueue.Entry, error)
 	if !ok || q.n == 0 {
 		return pqueue.Entry{}, fmt.Errorf("reserve from %q: %w", queue, pqueue.ErrEmpty)
 	}
-	if err := s.fill(q, s.hb); err != nil {
+	limit := s.hb
+	if s.buffered >= s.maxBuf {
+		limit = 1
+	}
+	if err := s.fill(q, limit); err != nil {
 		return pqueue.Entry{}, err
 	}
 	it := q.buf[0]
@@ -372,6 +389,7 @@ func (s *Store) Reserve(ctx context.Context, queue string) (pqueue.Entry, error)
 	}
 	q.buf[0] = nil
 	q.buf = q.buf[1:]
+	s.buffered--
 	if len(q.buf) == 0 {
 		q.buf = nil // let the backing array go
 	}
