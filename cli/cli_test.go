@@ -125,6 +125,10 @@ func TestCommands(t *testing.T) {
 			[]string{"cannot tell the format of \"items.xml\"", "-t jsonl|json|csv"}},
 		{"same file twice", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-o", "a.jsonl", "-o", "./a.jsonl"}, 2, nil,
 			[]string{"two feed exports write to ./a.jsonl"}},
+		{"output not appendable", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-o", "bad.yaml", "-t", "json"}, 2, nil,
+			[]string{"feed bad.yaml: cannot append: the file is not a JSON array; overwrite it with -O"}},
+		{"output under a file", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-O", "good.yaml/x.csv"}, 2, nil,
+			[]string{"good.yaml is not a directory"}},
 		{"bad LOG_LEVEL", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "LOG_LEVEL=LOUD"}, 2, nil,
 			[]string{`LOG_LEVEL "LOUD": use DEBUG, INFO`}},
 	}

@@ -215,6 +215,9 @@ func buildFeeds(s *settings.Settings, stdout io.Writer, appendTo, overwrite []st
 			return nil, usagef("two feed exports write to %s (from -o/-O and FEEDS); give each its own file", ex.Path())
 		}
 		seen[p] = true
+		if err := ex.Check(); err != nil {
+			return nil, usageErr(err)
+		}
 	}
 	if format != "" && len(appendTo)+len(overwrite) == 0 {
 		return nil, usagef("-t %s needs an output file: -o FILE or -O FILE", format)

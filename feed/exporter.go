@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -228,69 +229,136 @@ func (e *Exporter) open() error {
 	return e.prepare(existing)
 }
 
-// prepare positions the file after existing content and writes what the
-// format needs before the first item.
-func (e *Exporter) prepare(existing []byte) error {
+// layout is what an exporter keeps of an existing file and writes before
+// its first item.
+type layout struct {
+	keep   int64    // bytes of existing content kept
+	prefix []byte   // written before the first item
+	header []string // csv: the columns
+	wrote  bool     // json: the array already holds an item
+}
+
+// inspect decides how to continue existing content (empty for a new or
+// truncated file), or says why it cannot be continued.
+func (e *Exporter) inspect(existing []byte) (layout, error) {
 	size := int64(len(existing))
-	keep := size // bytes of existing content kept
-	var prefix []byte
+	l := layout{keep: size}
 	switch e.opts.Format {
 	case JSONLines:
 		if size > 0 && existing[size-1] != '\n' {
-			prefix = []byte("\n")
+			l.prefix = []byte("\n")
 		}
 	case JSON:
 		trimmed := bytes.TrimRight(existing, " \t\r\n")
 		switch {
 		case len(trimmed) == 0:
-			keep, prefix = 0, []byte("[")
+			l.keep, l.prefix = 0, []byte("[")
 		case e.opts.Resume && !bytes.HasSuffix(trimmed, []byte("]")):
 			// Cut at an Offset: the array is open, ending with "[" or an item.
-			keep = int64(len(trimmed))
-			e.wrote = trimmed[len(trimmed)-1] != '['
+			l.keep = int64(len(trimmed))
+			l.wrote = trimmed[len(trimmed)-1] != '['
 		default:
 			if trimmed[len(trimmed)-1] != ']' || trimmed[0] != '[' {
-				return fmt.Errorf("feed %s: cannot append: the file is not a JSON array; overwrite it with -O or export to a .jsonl file", e.path)
+				return l, fmt.Errorf("feed %s: cannot append: the file is not a JSON array; overwrite it with -O or export to a .jsonl file", e.path)
 			}
 			body := bytes.TrimRight(trimmed[:len(trimmed)-1], " \t\r\n")
-			keep = int64(len(body))
-			e.wrote = body[len(body)-1] != '['
+			l.keep = int64(len(body))
+			l.wrote = body[len(body)-1] != '['
 		}
 	case CSV:
 		if size > 0 {
-			r := csv.NewReader(bytes.NewReader(existing))
-			hdr, err := r.Read()
+			hdr, err := csv.NewReader(bytes.NewReader(existing)).Read()
 			if err != nil {
-				return fmt.Errorf("feed %s: cannot append: the existing file has no readable CSV header (%v); overwrite it with -O", e.path, err)
+				return l, fmt.Errorf("feed %s: cannot append: the existing file has no readable CSV header (%v); overwrite it with -O", e.path, err)
 			}
 			if len(e.opts.Fields) > 0 && !slices.Equal(hdr, e.opts.Fields) {
-				return fmt.Errorf("feed %s: cannot append: the file's columns %v differ from the fields %v; overwrite it with -O or change FEED_EXPORT_FIELDS",
+				return l, fmt.Errorf("feed %s: cannot append: the file's columns %v differ from the fields %v; overwrite it with -O or change FEED_EXPORT_FIELDS",
 					e.path, hdr, e.opts.Fields)
 			}
-			e.header = hdr
+			l.header = hdr
 			if existing[size-1] != '\n' {
-				prefix = []byte("\n")
+				l.prefix = []byte("\n")
 			}
 		} else if len(e.opts.Fields) > 0 {
-			e.header = slices.Clone(e.opts.Fields)
+			l.header = slices.Clone(e.opts.Fields)
 		}
+	}
+	return l, nil
+}
+
+// Check reports, without changing anything, whether Open would fail: a
+// directory that cannot be created, a file that cannot be written, or
+// existing content that cannot be continued (not a JSON array, other CSV
+// columns, too short to resume). The CLI calls it before a crawl starts.
+func (e *Exporter) Check() error {
+	if e.w != nil {
+		return nil
+	}
+	dir := filepath.Dir(e.path)
+	for d := dir; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err == nil {
+			if !st.IsDir() {
+				return fmt.Errorf("feed %s: %s is not a directory", e.path, d)
+			}
+			break
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	existing, err := os.ReadFile(e.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		existing = nil
+	case err != nil:
+		return fmt.Errorf("feed %s: %w", e.path, err)
+	default:
+		f, err := os.OpenFile(e.path, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("feed %s: %w", e.path, err)
+		}
+		f.Close()
+	}
+	if e.opts.Resume {
+		if int64(len(existing)) < e.opts.ResumeOffset {
+			return fmt.Errorf("feed %s: cannot resume at byte %d: the file has only %d bytes (was it replaced since the job was paused?)",
+				e.path, e.opts.ResumeOffset, len(existing))
+		}
+		existing = existing[:e.opts.ResumeOffset]
+	} else if e.opts.Overwrite {
+		existing = nil
+	}
+	_, err = e.inspect(existing)
+	return err
+}
+
+// prepare positions the file after existing content and writes what the
+// format needs before the first item.
+func (e *Exporter) prepare(existing []byte) error {
+	l, err := e.inspect(existing)
+	if err != nil {
+		return err
+	}
+	e.header, e.wrote = l.header, l.wrote
+	if e.opts.Format == CSV {
 		e.csvw = csv.NewWriter(e.cw)
 	}
 	if e.file != nil {
-		if keep < size {
-			if err := e.file.Truncate(keep); err != nil {
+		if l.keep < int64(len(existing)) {
+			if err := e.file.Truncate(l.keep); err != nil {
 				return fmt.Errorf("feed %s: %w", e.path, err)
 			}
 		}
-		if _, err := e.file.Seek(keep, io.SeekStart); err != nil {
+		if _, err := e.file.Seek(l.keep, io.SeekStart); err != nil {
 			return fmt.Errorf("feed %s: %w", e.path, err)
 		}
 	}
-	e.start = keep
-	if _, err := e.cw.Write(prefix); err != nil {
+	e.start = l.keep
+	if _, err := e.cw.Write(l.prefix); err != nil {
 		return err
 	}
-	if e.opts.Format == CSV && e.header != nil && size == 0 {
+	if e.opts.Format == CSV && e.header != nil && len(existing) == 0 {
 		if err := e.writeRecord(e.header); err != nil {
 			return err
 		}

@@ -250,9 +250,34 @@ func TestAppendRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := ex.Check(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Check = %v, want %q", tt.path, err, tt.want)
+		}
 		if err := ex.Open(context.Background(), nil); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Open = %v, want %q", tt.path, err, tt.want)
 		}
+	}
+	// Check changes nothing and accepts what Open accepts.
+	for _, opts := range []Options{{}, {Overwrite: true}, {Resume: true, ResumeOffset: 4}} {
+		ex, _ := New(csvFile, opts)
+		if err := ex.Check(); err != nil {
+			t.Errorf("Check(%+v) = %v", opts, err)
+		}
+	}
+	if b, _ := os.ReadFile(csvFile); string(b) != "a,b\n1,2\n" {
+		t.Errorf("Check changed the file: %q", b)
+	}
+	overwrite, _ := New(notArray, Options{Overwrite: true})
+	if err := overwrite.Check(); err != nil {
+		t.Errorf("Check with Overwrite = %v", err)
+	}
+	under, _ := New(filepath.Join(csvFile, "sub", "x.jsonl"), Options{})
+	if err := under.Check(); err == nil || !strings.Contains(err.Error(), "is not a directory") {
+		t.Errorf("Check under a file = %v", err)
+	}
+	tooShort, _ := New(csvFile, Options{Resume: true, ResumeOffset: 100})
+	if err := tooShort.Check(); err == nil || !strings.Contains(err.Error(), "cannot resume at byte 100") {
+		t.Errorf("Check resume too far = %v", err)
 	}
 	// Appending to a CSV file keeps its columns.
 	got := export(t, csvFile, Options{}, map[string]any{"b": "B", "a": "A", "c": "dropped"})
