@@ -29,7 +29,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/andybalholm/brotli"
@@ -66,15 +65,22 @@ type Options struct {
 	FailOnDataLoss bool
 	// Compression asks for and decodes gzip, deflate and br.
 	Compression bool
-	// MaxConns sizes the connection pool: the crawl's global concurrency.
+	// MaxConns sizes the connection pool: the crawl's global concurrency
+	// (CONCURRENT_REQUESTS; 0 or less means 100).
 	MaxConns int
-	// MaxConnsPerHost sizes idle connections kept per host.
+	// MaxConnsPerHost is the per-domain concurrency; idle connections kept
+	// per host are the larger of it and MaxConns, so that a crawl of one
+	// host at full concurrency reuses every connection instead of closing
+	// and redialling.
 	MaxConnsPerHost int
 	// DNS is the cache used for dialing; nil creates one.
 	DNS *DNSCache
 	// Log receives size warnings.
 	Log zerolog.Logger
-	// Transport replaces the tuned transport (tests, custom TLS); optional.
+	// TLSConfig, when set, is the TLS client configuration of the tuned
+	// transport (custom root CAs, client certificates); it is cloned.
+	TLSConfig *tls.Config
+	// Transport replaces the tuned transport altogether; optional.
 	Transport http.RoundTripper
 }
 
@@ -105,11 +111,9 @@ type Downloader struct {
 // New returns a downloader.
 func New(opts Options) *Downloader {
 	if opts.MaxConns <= 0 {
-		opts.MaxConns = 16
+		opts.MaxConns = 100
 	}
-	if opts.MaxConnsPerHost <= 0 || opts.MaxConnsPerHost > opts.MaxConns {
-		opts.MaxConnsPerHost = opts.MaxConns
-	}
+	opts.MaxConnsPerHost = max(opts.MaxConnsPerHost, opts.MaxConns)
 	d := &Downloader{opts: opts, dns: opts.DNS}
 	rt := opts.Transport
 	if rt == nil {
@@ -153,11 +157,15 @@ func (d *Downloader) newTransport() *http.Transport {
 			return nil, firstErr
 		}
 	}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if d.opts.TLSConfig != nil {
+		tlsConfig = d.opts.TLSConfig.Clone()
+	}
 	return &http.Transport{
 		Proxy:                 proxyFor,
 		DialContext:           dial,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          opts2(d.opts.MaxConns * 2),
+		MaxIdleConns:          max(d.opts.MaxConns*2, 100),
 		MaxIdleConnsPerHost:   d.opts.MaxConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   30 * time.Second,
@@ -165,11 +173,9 @@ func (d *Downloader) newTransport() *http.Transport {
 		// We decode ourselves so that size limits apply after decompression
 		// and every encoding (br included) is handled the same way.
 		DisableCompression: true,
-		TLSClientConfig:    &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:    tlsConfig,
 	}
 }
-
-func opts2(n int) int { return max(n, 100) }
 
 type proxyKey struct{}
 
@@ -360,8 +366,6 @@ func classify(ctx context.Context, req *spider.Request, err error) error {
 		return &Error{Kind: ErrDownloadTimeout, URL: u, Err: err}
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return &Error{Kind: ErrResponseDataLoss, URL: u, Err: err}
-	case errors.Is(err, syscall.ECONNRESET) && ctx.Err() == nil:
-		return &Error{Kind: ErrDownloadFailed, URL: u, Err: err}
 	}
 	return &Error{Kind: ErrDownloadFailed, URL: u, Err: err}
 }
