@@ -255,7 +255,16 @@ func (q *ThrottlingAware) processDirty(now time.Time) {
 	q.dirtyMu.Lock()
 	names := q.dirty
 	q.dirty = q.spare[:0]
-	clear(q.dirtySet)
+	if len(names) > 1024 {
+		// After a burst (many backoffs at once) start a small set again:
+		// a map keeps its largest size, and clearing or probing a large,
+		// mostly empty map costs more than the few names it holds.
+		q.dirtySet = map[string]struct{}{}
+	} else {
+		for _, n := range names {
+			delete(q.dirtySet, n)
+		}
+	}
 	q.dirtyMu.Unlock()
 	for _, n := range names {
 		if st := q.scopes[n]; st != nil {
