@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
@@ -145,6 +146,11 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 		// A larger memtable than Pebble's 4 MB default absorbs a queue's
 		// push-then-delete churn before it reaches the disk.
 		MemTableSize: 32 << 20,
+	}
+	// Bloom filters let the dupefilter's lookups of new fingerprints (the
+	// common case) skip reading blocks.
+	for i := range popts.Levels {
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	db, err := pebble.Open(stateDir, popts)
 	if err != nil {

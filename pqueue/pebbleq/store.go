@@ -89,6 +89,8 @@ type Store struct {
 	hb     int
 	maxBuf int
 
+	seen *Set // fingerprints written with each push
+
 	mu       sync.Mutex
 	open     bool
 	nextID   uint64 // last ID handed out
@@ -140,6 +142,11 @@ func New(db *pebble.DB, o Options) (*Store, error) {
 		qp: append(slices.Clip(p), 'q'), dp: append(slices.Clip(p), 'd'), np: append(slices.Clip(p), 'n'),
 	}, nil
 }
+
+// AttachSet makes every Push write the fingerprints recorded in set since
+// the previous push, in the same batch as the request (see Set). Call it
+// before Open.
+func (s *Store) AttachSet(set *Set) { s.seen = set }
 
 // Open implements pqueue.Store: it counts the stored entries per
 // sub-queue (one pass over the keys) and reads the ID high-water mark.
@@ -257,6 +264,11 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 	}
 	if err := b.Set(key, val, nil); err != nil {
 		return err
+	}
+	if s.seen != nil {
+		if err := s.seen.writePending(b); err != nil {
+			return err
+		}
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("pebbleq: push %s: %w", e.Req, err)

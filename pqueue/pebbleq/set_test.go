@@ -1,0 +1,56 @@
+package pebbleq_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/gocrawl/gocrawl/dupefilter"
+	"github.com/gocrawl/gocrawl/jobdir"
+	"github.com/gocrawl/gocrawl/pqueue"
+	"github.com/gocrawl/gocrawl/pqueue/pebbleq"
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+func TestSetPersistsWithPushes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	js := openStore(t, dir, 0)
+	set := pebbleq.NewSet(js.job.DB(), jobdir.PrefixDupes)
+	js.AttachSet(set)
+	if err := js.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r1 := spider.MustRequest("http://h.test/1", nil)
+	r2 := spider.MustRequest("http://h.test/2", nil)
+	for _, r := range []*spider.Request{r1, r2} {
+		if seen, err := set.Add(ctx, dupefilter.Of(r)); err != nil || seen {
+			t.Fatalf("first Add: %v %v", seen, err)
+		}
+		if seen, _ := set.Add(ctx, dupefilter.Of(r)); !seen {
+			t.Fatal("second Add (pending) not seen")
+		}
+		if r == r1 {
+			if err := js.Push(ctx, &pqueue.Entry{Info: pqueue.Info{Queue: "h.test"}, Req: r}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// r2's fingerprint is pending: a crash now must not make r2 look seen
+	// while r2 was never queued. Simulate by dropping the store without
+	// closing the set.
+	js.Store.Close(ctx)
+	js = js.reopen(t)
+	set2 := pebbleq.NewSet(js.job.DB(), jobdir.PrefixDupes)
+	if seen, _ := set2.Add(ctx, dupefilter.Of(r1)); !seen {
+		t.Error("r1's fingerprint, pushed with r1, was lost")
+	}
+	if seen, _ := set2.Add(ctx, dupefilter.Of(r2)); seen {
+		t.Error("r2's fingerprint became durable without r2")
+	}
+	if err := set2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := pebbleq.NewSet(js.job.DB(), jobdir.PrefixDupes).Len(); n != 2 {
+		t.Errorf("Len = %d, want 2 (Close writes what is pending)", n)
+	}
+}
