@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -369,6 +370,7 @@ func TestHTTP2Negotiated(t *testing.T) {
 		fmt.Fprintf(w, "<p>%s</p>", r.Proto)
 	}))
 	srv.EnableHTTP2 = true
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the untrusted-certificate case logs a handshake error
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	pool := x509.NewCertPool()
@@ -421,8 +423,11 @@ func TestConnectionReuse(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := newConns.Load(); n > 8 {
-		t.Errorf("8 workers x 25 requests opened %d new connections, want <= 8 (idle pool sized to the concurrency)", n)
+	// net/http may dial a spare connection when a request starts just before
+	// another returns its connection to the pool; without reuse this would
+	// be 200.
+	if n := newConns.Load(); n > 12 {
+		t.Errorf("8 workers x 25 requests opened %d new connections, want about 8 (idle pool sized to the concurrency)", n)
 	}
 }
 
