@@ -59,9 +59,10 @@ value is printed (as JSON for lists and mappings), for use in scripts.`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tVALUE\tFROM")
+			// The value comes last: mappings and lists can be long.
+			fmt.Fprintln(tw, "NAME\tFROM\tVALUE")
 			for _, e := range entries {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, formatValue(e.Value), from(e))
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, from(e), formatValue(e.Value))
 			}
 			return tw.Flush()
 		},
