@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -69,6 +70,9 @@ type App struct {
 	Signals <-chan os.Signal
 
 	spiders map[string]spider.Spider
+	// interrupted is set by the first signal, so that commands running
+	// several crawls (demo) stop after the current one.
+	interrupted atomic.Bool
 }
 
 // Spider returns the registered spider called name, or a usage error that

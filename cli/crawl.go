@@ -132,6 +132,7 @@ func (a *App) crawl(ctx context.Context, spec crawlSpec) (*engine.Result, error)
 					return
 				case sig := <-a.Signals:
 					n++
+					a.interrupted.Store(true)
 					if n == 1 {
 						spec.Log.Warn().Str("signal", sig.String()).
 							Msg("shutting down gracefully: in-flight requests finish, exports are closed; press Ctrl-C again to abort")

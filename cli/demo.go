@@ -92,7 +92,8 @@ and -s apply.`,
 			}()
 			start := time.Now()
 			for _, p := range demoPhases {
-				if err := cmd.Context().Err(); err != nil {
+				if cmd.Context().Err() != nil || a.interrupted.Load() {
+					fmt.Fprintf(a.Stderr, "\ndemo interrupted before the %s phase\n", p.Name)
 					break
 				}
 				if err := p.Run(cmd.Context(), d); err != nil {
