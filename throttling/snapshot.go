@@ -63,8 +63,10 @@ func secondsOf(d time.Duration) float64 { return d.Seconds() }
 func durationOf(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // Snapshot returns the state of every scope held in memory whose manager
-// implements Snapshotter, sorted by scope name. It is safe to call while
-// the crawl runs.
+// implements Snapshotter, sorted by scope name, leaving out scopes in their
+// configured state (no backoff, hard delay, quota use, rampup progress or
+// Crawl-delay), which a resumed crawl recreates identically anyway. It is
+// safe to call while the crawl runs.
 func (t *Throttler) Snapshot() []ScopeSnapshot {
 	now := t.clock.Now()
 	t.mu.Lock()
@@ -79,6 +81,9 @@ func (t *Throttler) Snapshot() []ScopeSnapshot {
 		s.Scope = name
 		if d, ok := t.robots[name]; ok {
 			s.RobotsDelay, s.HasRobots = secondsOf(d), true
+		}
+		if t.pristine(s) {
+			continue // recreated identically from the configuration
 		}
 		out = append(out, s)
 	}
@@ -111,4 +116,21 @@ func (t *Throttler) Restore(snaps []ScopeSnapshot) {
 			sn.Restore(now, s)
 		}
 	}
+}
+
+// pristine reports whether s is what a scope in its configured state
+// would report.
+func (t *Throttler) pristine(s ScopeSnapshot) bool {
+	if s.BackoffLevel != 0 || !s.BlockedUntil.IsZero() || s.QuotaUsed != 0 || s.HasRobots {
+		return false
+	}
+	cfg := t.cfg.Scope(s.Scope)
+	conc := cfg.Concurrency
+	if cfg.Rampup.Enabled {
+		conc = max(cfg.MinConcurrency, 1)
+		if cfg.Concurrency > 0 {
+			conc = min(conc, cfg.Concurrency)
+		}
+	}
+	return durationOf(s.Delay) == cfg.Delay && s.Concurrency == conc
 }

@@ -52,7 +52,12 @@ func TestSnapshotRestoreKeepsBackoff(t *testing.T) {
 	if p := th2.scopes["polite.example"].mgr.(*ThrottlingScopeManager); p.Concurrency() != 1 || p.Delay() != 2*sec {
 		t.Errorf("restored polite.example: concurrency %d delay %v", p.Concurrency(), p.Delay())
 	}
-	if string(raw) == "[]" || len(snaps) < 4 {
-		t.Fatalf("snapshot %s", raw)
+	if len(snaps) != 4 {
+		t.Fatalf("snapshot of %d scopes, want 4 (example.com, cost, held, polite): %s", len(snaps), raw)
+	}
+	// Scopes in their configured state are left out.
+	th.Wait(fc.Now(), scopesOf("fresh.example"))
+	if n := len(th.Snapshot()); n != 4 {
+		t.Fatalf("snapshot grew to %d scopes with a pristine one", n)
 	}
 }
