@@ -93,6 +93,7 @@ type Job struct {
 
 	stopSync chan struct{}
 	syncDone chan struct{}
+	feeds    feeds
 
 	mu     sync.Mutex
 	closed bool

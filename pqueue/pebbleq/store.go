@@ -75,6 +75,12 @@ type Options struct {
 	// MaxBuffered bounds the entries held in read-ahead buffers (default
 	// 65536, about 15 MB for typical requests).
 	MaxBuffered int
+	// OnAck, when set, is called by Ack with the batch that deletes the
+	// acknowledged entry, before it is committed: whatever it adds becomes
+	// durable atomically with the ack. The job directory uses it to flush
+	// the item feeds and record their offsets, so that a resumed crawl
+	// never loses the items of a request it will not fetch again.
+	OnAck func(b *pebble.Batch) error
 }
 
 // Store is a pqueue.Store kept in a Pebble database. Create it with New;
@@ -88,6 +94,7 @@ type Store struct {
 	np     []byte // ID high-water key
 	hb     int
 	maxBuf int
+	onAck  func(b *pebble.Batch) error
 
 	seen *Set // fingerprints written with each push
 
@@ -138,7 +145,7 @@ func New(db *pebble.DB, o Options) (*Store, error) {
 	}
 	p := []byte(o.Prefix)
 	return &Store{
-		db: db, codec: o.Codec, hb: o.HeadBuffer, maxBuf: o.MaxBuffered,
+		db: db, codec: o.Codec, hb: o.HeadBuffer, maxBuf: o.MaxBuffered, onAck: o.OnAck,
 		qp: append(slices.Clip(p), 'q'), dp: append(slices.Clip(p), 'd'), np: append(slices.Clip(p), 'n'),
 	}, nil
 }
@@ -423,8 +430,20 @@ func (s *Store) Ack(ctx context.Context, id pqueue.ID) error {
 	if !ok {
 		return fmt.Errorf("ack %d: %w", id, pqueue.ErrUnknownID)
 	}
-	if err := s.db.Delete(it.key, pebble.NoSync); err != nil {
-		return fmt.Errorf("pebbleq: ack %d: %w", id, err)
+	if s.onAck == nil {
+		if err := s.db.Delete(it.key, pebble.NoSync); err != nil {
+			return fmt.Errorf("pebbleq: ack %d: %w", id, err)
+		}
+	} else {
+		b := s.db.NewBatch()
+		defer b.Close()
+		if err := s.onAck(b); err != nil {
+			return fmt.Errorf("pebbleq: ack %d: %w", id, err)
+		}
+		_ = b.Delete(it.key, nil)
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return fmt.Errorf("pebbleq: ack %d: %w", id, err)
+		}
 	}
 	delete(s.reserved, id)
 	return nil
