@@ -199,11 +199,28 @@ func (q *ThrottlingAware) Pop(ctx context.Context, now time.Time) (*Popped, time
 			return nil, 0, err
 		}
 	}
-	q.processDirty(now)
-	for len(q.timers) > 0 && !q.timers[0].readyAt.After(now) {
-		q.refreshScope(now, q.timers[0])
+	for range 4 { // bounded: workers may keep reporting changes meanwhile
+		q.processDirty(now)
+		for len(q.timers) > 0 && !q.timers[0].readyAt.After(now) {
+			q.refreshScope(now, q.timers[0])
+		}
+		p, err := q.popReady(ctx, now)
+		if p != nil || err != nil {
+			return p, 0, err
+		}
+		// Holds released while looking (a holder found blocked by a
+		// delay) free scopes whose waiters must be offered them now, not
+		// at the next unrelated event.
+		if !q.hasDirty() {
+			break
+		}
 	}
+	return nil, q.wake(now), nil
+}
 
+// popReady sends and returns the best group of the ready heap that is
+// still ready, parking the ones that are not; nil when none is.
+func (q *ThrottlingAware) popReady(ctx context.Context, now time.Time) (*Popped, error) {
 	for len(q.ready) > 0 {
 		g := q.ready[0]
 		ok, at, wait := q.evaluate(now, g)
@@ -213,10 +230,10 @@ func (q *ThrottlingAware) Pop(ctx context.Context, now time.Time) (*Popped, time
 		}
 		e, err := q.store.Reserve(ctx, g.key)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		if e.ID != g.head.ID {
-			return nil, 0, fmt.Errorf("pqueue: store returned entry %d from %q, its head was %d (store modified behind the queue?)", e.ID, g.key, g.head.ID)
+			return nil, fmt.Errorf("pqueue: store returned entry %d from %q, its head was %d (store modified behind the queue?)", e.ID, g.key, g.head.ID)
 		}
 		q.detach(g)
 		q.release(g)
@@ -226,12 +243,18 @@ func (q *ThrottlingAware) Pop(ctx context.Context, now time.Time) (*Popped, time
 		g.served = q.stamp
 		q.gate.Sent(now, e.Scopes)
 		if err := q.refreshGroup(ctx, g.key); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		clearDelay(e.Req)
-		return &Popped{ID: e.ID, Req: e.Req, Scopes: e.Scopes, Admitted: true, SentAt: now}, 0, nil
+		return &Popped{ID: e.ID, Req: e.Req, Scopes: e.Scopes, Admitted: true, SentAt: now}, nil
 	}
-	return nil, q.wake(now), nil
+	return nil, nil
+}
+
+func (q *ThrottlingAware) hasDirty() bool {
+	q.dirtyMu.Lock()
+	defer q.dirtyMu.Unlock()
+	return len(q.dirty) > 0
 }
 
 // wake says when asking again is useful: the earliest time a delay-blocked
@@ -291,6 +314,13 @@ func (q *ThrottlingAware) refreshScope(now time.Time, st *scopeState) {
 			q.stopTimer(st) // a completion will report st
 			return
 		case w > 0:
+			if top.holder() {
+				// A delay is no reason to keep other scopes idle.
+				q.detach(top)
+				q.release(top)
+				q.park(now, top, st, w, false)
+				continue
+			}
 			q.setTimer(st, now.Add(w))
 			return
 		}

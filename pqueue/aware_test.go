@@ -287,7 +287,47 @@ func TestAwareAckNack(t *testing.T) {
 // with concurrency 1 and a stream of single-scope requests, is sent even
 // though h and c never free up at the same moment.
 func TestAwareMultiScopeNotStarved(t *testing.T) {
+	starveTest(t, nil)
+}
+
+// TestAwareHoldReleasedOnDelay: once the scope a holder waits for backs
+// off, the scopes it holds serve others again.
+func TestAwareHoldReleasedOnDelay(t *testing.T) {
+	var g *fakeGate
+	starveTest(t, func(inflight map[string]*pqueue.Popped, drain func()) bool {
+		hBusy := false
+		for name := range inflight {
+			hBusy = hBusy || strings.HasPrefix(name, "h")
+		}
+		if hBusy {
+			return false // not held yet
+		}
+		// h is idle: held for "both". Back c off, complete its request.
+		g = lastGate
+		g.block("c", t0.Add(time.Hour))
+		for name, p := range inflight {
+			g.done(p.Scopes)
+			delete(inflight, name)
+		}
+		drain()
+		for name := range inflight {
+			if strings.HasPrefix(name, "h") {
+				return true
+			}
+		}
+		t.Fatalf("h stays held while the request holding it waits for a backoff; in flight: %v", keys(inflight))
+		return true
+	})
+	if g == nil {
+		t.Fatal("the hold never happened")
+	}
+}
+
+var lastGate *fakeGate
+
+func starveTest(t *testing.T, stalled func(map[string]*pqueue.Popped, func()) bool) {
 	g := newFakeGate()
+	lastGate = g
 	g.set("h", 1, 0)
 	g.set("c", 1, 0)
 	q := newAware(t, g)
@@ -313,6 +353,9 @@ func TestAwareMultiScopeNotStarved(t *testing.T) {
 	// scopes are never free together.
 	for round := 0; round < 40; round++ {
 		if _, ok := inflight["both"]; ok {
+			return
+		}
+		if stalled != nil && stalled(inflight, drain) {
 			return
 		}
 		for name, p := range inflight {
