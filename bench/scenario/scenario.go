@@ -144,9 +144,12 @@ func s4(name string, mixed bool) Scenario {
 		Latency: simsite.LatencyConfig{Kind: simsite.LatencyFixed, Fixed: 10 * time.Millisecond}}}
 	about := "head-of-line: fast host alone (3,000 pages, 10 ms)"
 	if mixed {
-		hosts = append(hosts, simsite.HostConfig{Name: "slow", Seed: 6, Pages: simsite.PagesConfig{Count: 200, Graph: simsite.GraphTree, Fanout: 10, Size: 4096},
-			Latency: simsite.LatencyConfig{Kind: simsite.LatencyFixed, Fixed: time.Second}})
-		about = "head-of-line: fast host with a slow host (200 pages, 1 s each)"
+		// The front page answers at once and links every other page, so
+		// 199 slow requests are queued from the start; each of them then
+		// trickles its 4 KiB body over about a second.
+		hosts = append(hosts, simsite.HostConfig{Name: "slow", Seed: 6, Pages: simsite.PagesConfig{Count: 200, Graph: simsite.GraphTree, Fanout: 200, Size: 4096},
+			Faults: []simsite.FaultConfig{{Kind: simsite.FaultSlow, PathPrefix: "/page/", ChunkSize: 1024, Interval: 330 * time.Millisecond}}})
+		about = "head-of-line: fast host with a slow host (front page links 199 pages of 1 s each)"
 	}
 	return Scenario{Name: name, About: about + "; concurrency 16", Site: simsite.Config{Hosts: hosts}, Concurrency: 16,
 		Variants: []Variant{
