@@ -34,6 +34,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/downloader"
 	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/jobdir"
 	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/pipeline"
 	"github.com/gocrawl/gocrawl/scheduler"
@@ -57,6 +58,12 @@ type Options struct {
 	Transport http.RoundTripper
 	// Stats replaces the stats collector (for resuming a job).
 	Stats *stats.Collector
+	// Job is the open job directory (JOBDIR), or nil to keep the crawl's
+	// state in memory. The scheduler keeps its queue and dupefilter in it;
+	// the stats (unless Stats is set) and the throttling scopes' state are
+	// restored from it, and saved periodically and at close. The caller
+	// opens and closes it (see package jobdir).
+	Job *jobdir.Job
 }
 
 // Observer is told about every HTTP request the crawl sends: when it is
@@ -85,6 +92,7 @@ type Engine struct {
 	clock     clock.Clock
 	log       zerolog.Logger
 	stats     *stats.Collector
+	job       *jobdir.Job // JOBDIR, or nil
 	crawler   *spider.Crawler
 	thr       *throttling.Throttler
 	dl        *downloader.Downloader
@@ -140,11 +148,18 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	if opts.Clock == nil {
 		opts.Clock = clock.Real
 	}
+	if opts.Stats == nil && opts.Job != nil {
+		st, err := opts.Job.Stats()
+		if err != nil {
+			return nil, fmt.Errorf("JOBDIR: %w", err)
+		}
+		opts.Stats = st
+	}
 	if opts.Stats == nil {
 		opts.Stats = stats.New()
 	}
 	e := &Engine{
-		sp: sp, set: s, clock: opts.Clock, log: opts.Log, stats: opts.Stats,
+		sp: sp, set: s, clock: opts.Clock, log: opts.Log, stats: opts.Stats, job: opts.Job,
 		observers:   opts.Observers,
 		maxInflight: s.Int("CONCURRENT_REQUESTS"),
 		itemSem:     make(chan struct{}, max(1, s.Int("CONCURRENT_ITEMS"))),
@@ -167,6 +182,9 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 		return nil, err
 	}
 	e.thr = thr
+	if err := e.restoreJob(); err != nil {
+		return nil, err
+	}
 	e.starts = throttling.NewStartLimiter(s.Float("MAX_STARTS_PER_SECOND"), s.Int("MAX_STARTS_BURST"), opts.Clock.Now())
 
 	e.crawler = &spider.Crawler{Spider: sp, Settings: s, Stats: e.stats, Log: opts.Log, Throttler: thr, Download: e.Download}
@@ -179,7 +197,12 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 		return nil, err
 	}
 	e.gate = offlineGate{Throttler: thr, chain: e.fetch}
-	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Gate: e.gate, Stats: e.stats, Log: opts.Log, Clock: opts.Clock})
+	storage, err := e.jobStorage()
+	if err != nil {
+		_ = e.fetch.Close()
+		return nil, err
+	}
+	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Gate: e.gate, Stats: e.stats, Log: opts.Log, Clock: opts.Clock, Storage: storage})
 	if err != nil {
 		_ = e.fetch.Close()
 		return nil, err
@@ -240,10 +263,12 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	if err := e.open(cctx); err != nil {
 		return nil, err
 	}
+	stopCheckpoints := e.startCheckpoints()
 	reason := e.loop(wctx, ctx.Done())
 	if e.aborted.Load() {
 		reason = "aborted"
 	}
+	stopCheckpoints()
 	elapsed := e.clock.Now().Sub(start)
 	e.finishStats(elapsed, reason)
 	closeErr := e.close(context.WithoutCancel(cctx), reason)
@@ -281,7 +306,7 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 	if err := e.sched.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("closing scheduler: %w", err))
 	}
-	if err := e.fetch.Close(); err != nil {
+	if err := e.checkpointJob(); err != nil {
 		errs = append(errs, err)
 	}
 	e.dl.Close()

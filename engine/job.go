@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/gocrawl/gocrawl/scheduler"
+)
+
+// This file holds what the engine does with a job directory (JOBDIR,
+// Options.Job); see package jobdir for what is persisted and when.
+
+// jobStorage returns the scheduler storage of the job, or nil (memory)
+// without one.
+func (e *Engine) jobStorage() (*scheduler.Storage, error) {
+	if e.job == nil {
+		return nil, nil
+	}
+	st, err := e.job.Storage(e.sp)
+	if err != nil {
+		return nil, fmt.Errorf("JOBDIR: %w", err)
+	}
+	return st, nil
+}
+
+// restoreJob gives the throttler the scopes' saved state, so a host that
+// was backing off when the job paused is still backing off.
+func (e *Engine) restoreJob() error {
+	if e.job == nil {
+		return nil
+	}
+	if err := e.job.RestoreThrottling(e.thr); err != nil {
+		return fmt.Errorf("JOBDIR: restoring the throttling state: %w", err)
+	}
+	return nil
+}
+
+// startCheckpoints saves the throttling state and stats periodically while
+// the crawl runs; the returned function stops it.
+func (e *Engine) startCheckpoints() func() {
+	if e.job == nil {
+		return func() {}
+	}
+	return e.job.StartCheckpoints(e.thr, e.stats)
+}
+
+// checkpointJob saves the throttling state and stats, once the scheduler
+// is closed.
+func (e *Engine) checkpointJob() error {
+	if e.job == nil {
+		return nil
+	}
+	if err := e.job.Checkpoint(e.thr, e.stats); err != nil {
+		return fmt.Errorf("JOBDIR: saving the crawl's state: %w", err)
+	}
+	return nil
+}
