@@ -309,6 +309,9 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 	if err := e.checkpointJob(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := e.fetch.Close(); err != nil {
+		errs = append(errs, err)
+	}
 	e.dl.Close()
 	if c, ok := e.sp.(spider.Closer); ok {
 		if err := c.Close(ctx, reason); err != nil {
