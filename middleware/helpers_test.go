@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -123,4 +126,20 @@ func statusFetcher(status int, hdr http.Header) Fetcher {
 		}
 		return &spider.Response{URL: req.URL, Status: status, Header: hdr.Clone(), Request: req}, nil
 	})
+}
+
+// newEchoServer serves /login (303 to /home) and echoes every other
+// request as "METHOD /path body=<body> cookie=<Cookie>".
+func newEchoServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/login" {
+			http.Redirect(w, r, "/home", http.StatusSeeOther)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s body=%s cookie=%s", r.Method, r.URL.Path, b, r.Header.Get("Cookie"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }

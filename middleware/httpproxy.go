@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"golang.org/x/net/http/httpproxy"
 
@@ -57,10 +58,18 @@ func (m *HttpProxy) WrapFetcher(next Fetcher) Fetcher {
 	})
 }
 
-// redactProxy hides the password of a proxy URL that may not parse.
+// redactProxy hides the credentials of a proxy URL, parsable or not:
+// whatever comes before the last "@" of the authority becomes "xxxxx".
 func redactProxy(p string) string {
-	if u, err := url.Parse(p); err == nil {
+	if u, err := url.Parse(p); err == nil && u.User != nil {
 		return u.Redacted()
 	}
-	return "<unparsable proxy URL>"
+	prefix, rest := "", p
+	if i := strings.Index(p, "://"); i >= 0 {
+		prefix, rest = p[:i+3], p[i+3:]
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = "xxxxx" + rest[i:]
+	}
+	return prefix + rest
 }

@@ -8,15 +8,19 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gocrawl/gocrawl/downloader"
 	"github.com/gocrawl/gocrawl/engine"
+	"github.com/gocrawl/gocrawl/internal/clock"
 	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
 // crawlSpider requests its start URLs (with optional meta) and records
@@ -78,7 +82,7 @@ func crawl(t *testing.T, sp spider.Spider, set map[string]any, opts engine.Optio
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := e.Run(ctx)
 	if err != nil {
@@ -242,5 +246,79 @@ func TestRedirectsAreRecheckedAndKeepScopes(t *testing.T) {
 	}
 	if res.Stats["engine/dropped/offsite"] != 1 || res.Stats["offsite/filtered"] != 1 || res.Stats["engine/rescheduled/redirect"] != 2 {
 		t.Errorf("stats = %v", res.Stats)
+	}
+}
+
+type startCounter struct{ started, finished atomic.Int64 }
+
+func (o *startCounter) RequestStarted(time.Time, *spider.Request, throttling.Scopes) { o.started.Add(1) }
+func (o *startCounter) RequestFinished(time.Time, *spider.Request, throttling.Scopes, *spider.Response, error) {
+	o.finished.Add(1)
+}
+
+type linkSpider struct {
+	spider.Base
+	mu    sync.Mutex
+	flags map[string][]string
+}
+
+func (*linkSpider) Name() string { return "links" }
+
+func (s *linkSpider) Parse(ctx context.Context, res *spider.Response, out spider.Output) error {
+	s.mu.Lock()
+	s.flags[res.URL.Path] = res.Flags
+	s.mu.Unlock()
+	out.Item(res.URL.Path)
+	out.FollowAll(res, res.Find("a[href]"), s.Parse)
+	return nil
+}
+
+// TestCachedResponsesSkipThrottling crawls a site twice with the same
+// HTTPCACHE_DIR. The second crawl has a one-hour DOWNLOAD_DELAY and a clock
+// that never moves: any request that went through throttling would wait
+// forever. It finishes, sends nothing, and counts no start.
+func TestCachedResponsesSkipThrottling(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<a href="/a">a</a> <a href="/b">b</a> <a href="/moved">moved</a>`)
+		case "/moved":
+			http.Redirect(w, r, "/c", http.StatusMovedPermanently)
+		default:
+			fmt.Fprint(w, `<a href="/">home</a>`)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	set := map[string]any{"HTTPCACHE_ENABLED": true, "HTTPCACHE_DIR": dir}
+
+	first := &linkSpider{Base: spider.Base{StartURLs: []string{srv.URL + "/"}}, flags: map[string][]string{}}
+	res1 := crawl(t, first, set, engine.Options{})
+	sent := hits.Load()
+	if sent != 5 || res1.Stats["httpcache/store"] != 5 || res1.Stats["item_scraped_count"] != 4 {
+		t.Fatalf("first crawl: %d requests, stats %v", sent, res1.Stats)
+	}
+
+	set["DOWNLOAD_DELAY"] = 3600.0
+	obs := &startCounter{}
+	second := &linkSpider{Base: spider.Base{StartURLs: []string{srv.URL + "/"}}, flags: map[string][]string{}}
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	res2 := crawl(t, second, set, engine.Options{Clock: fake, Observers: []engine.Observer{obs}})
+	if hits.Load() != sent {
+		t.Errorf("second crawl sent %d requests, want 0", hits.Load()-sent)
+	}
+	if obs.started.Load() != 0 || res2.Stats["downloader/request_count"] != 0 {
+		t.Errorf("second crawl counted %d starts, downloader/request_count %v", obs.started.Load(), res2.Stats["downloader/request_count"])
+	}
+	if res2.Stats["httpcache/hit"] != 5 || res2.Stats["item_scraped_count"] != 4 {
+		t.Errorf("second crawl stats = %v", res2.Stats)
+	}
+	for path, flags := range second.flags {
+		if !slices.Contains(flags, "cached") {
+			t.Errorf("%s not flagged cached: %v", path, flags)
+		}
 	}
 }

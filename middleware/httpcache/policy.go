@@ -199,12 +199,15 @@ func responseDate(m *Meta) time.Time {
 	return m.Stored
 }
 
+// currentAge follows RFC 9111 §4.2.3, with the time the entry was stored
+// as the response time.
 func currentAge(m *Meta, now time.Time) time.Duration {
-	age := max(now.Sub(responseDate(m)), 0)
-	if v, err := strconv.Atoi(strings.TrimSpace(m.Header.Get("Age"))); err == nil {
-		age = max(age, time.Duration(v)*time.Second)
+	apparent := max(m.Stored.Sub(responseDate(m)), 0)
+	initial := apparent
+	if v, err := strconv.Atoi(strings.TrimSpace(m.Header.Get("Age"))); err == nil && v > 0 {
+		initial = max(initial, time.Duration(v)*time.Second)
 	}
-	return age
+	return initial + max(now.Sub(m.Stored), 0)
 }
 
 // cacheControl parses Cache-Control directives: name -> value ("" when

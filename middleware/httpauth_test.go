@@ -1,0 +1,80 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+type authSpider struct {
+	testSpider
+	auth HTTPAuth
+}
+
+func (s *authSpider) HTTPAuth() HTTPAuth { return s.auth }
+
+func authEcho(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		fmt.Fprintf(w, "%v %s:%s", ok, u, p)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestHttpAuth(t *testing.T) {
+	srv := authEcho(t)
+	other := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	tests := []struct {
+		name string
+		auth HTTPAuth
+		url  string
+		meta map[string]any
+		want string
+	}{
+		{name: "auth domain", auth: HTTPAuth{User: "u", Pass: "p", Domain: "127.0.0.1"}, url: srv.URL, want: "true u:p"},
+		{name: "other domain", auth: HTTPAuth{User: "u", Pass: "p", Domain: "127.0.0.1"}, url: other, want: "false :"},
+		{name: "domain of the first request", auth: HTTPAuth{User: "u", Pass: "p"}, url: srv.URL, want: "true u:p"},
+		{name: "any domain", auth: HTTPAuth{User: "u", Pass: "p", Domain: "*"}, url: other, want: "true u:p"},
+		{name: "meta", url: other, meta: map[string]any{MetaHTTPUser: "m", MetaHTTPPass: "q"}, want: "true m:q"},
+		{name: "no credentials", url: srv.URL, want: "false :"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, logs := newCrawler(t, &authSpider{auth: tt.auth}, only(nil, "HttpAuth"))
+			ch := chainFor(t, c, realFetcher())
+			r := spider.MustRequest(tt.url+"/", nil)
+			for k, v := range tt.meta {
+				r.Set(k, v)
+			}
+			res, err := ch.Fetch(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(res.Body) != tt.want {
+				t.Errorf("server saw %q, want %q", res.Body, tt.want)
+			}
+			if strings.Contains(logs.String(), "Basic") {
+				t.Errorf("credentials logged: %s", logs)
+			}
+		})
+	}
+}
+
+func TestHttpAuthFirstRequestDomainSticks(t *testing.T) {
+	srv := authEcho(t)
+	other := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	c, _ := newCrawler(t, &authSpider{auth: HTTPAuth{User: "u", Pass: "p"}}, only(nil, "HttpAuth"))
+	ch := chainFor(t, c, realFetcher())
+	ctx := context.Background()
+	ch.Fetch(ctx, spider.MustRequest(srv.URL+"/", nil))
+	res, _ := ch.Fetch(ctx, spider.MustRequest(other+"/", nil))
+	if string(res.Body) != "false :" {
+		t.Errorf("credentials sent to a second domain: %q", res.Body)
+	}
+}
