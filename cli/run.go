@@ -2,6 +2,8 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/gocrawl/gocrawl/engine"
 )
 
 func init() { addCommand(runCommand) }
@@ -13,6 +15,7 @@ func runCommand(a *App) *cobra.Command {
 		appendTo  []string
 		overwrite []string
 		format    string
+		fresh     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run SPIDER",
@@ -25,7 +28,8 @@ Items are written to -o FILE (appended) or -O FILE (overwritten) as they
 arrive, in the format of the file's extension (.jsonl, .json, .csv) or -t.
 
 The first Ctrl-C stops scheduling and lets in-flight requests finish; a
-second one aborts them.`,
+second one aborts them. With -s JOBDIR=DIR the crawl's state is kept in DIR:
+run the same command again to resume it, or add --fresh to start over.`,
 		Example: `  gocrawl run follow -a start_urls=https://example.com/ -a max_depth=2 -O pages.jsonl
   gocrawl run quotes -s DOWNLOAD_DELAY=0.5 -o quotes.csv`,
 		Args: exactArgs(1, "one spider name"),
@@ -55,7 +59,14 @@ second one aborts them.`,
 			}
 			defer closeLog()
 			logDeprecated(log, s)
-			res, err := a.crawl(cmd.Context(), crawlSpec{Spider: sp, Settings: s, Feeds: feeds, Log: log})
+			job, err := openJob(s, sp, fresh, feeds, log) // JOBDIR; see jobs.go
+			if err != nil {
+				return err
+			}
+			res, err := a.crawl(cmd.Context(), crawlSpec{Spider: sp, Settings: s, Feeds: feeds, Log: log, Options: engine.Options{Job: job}})
+			if jerr := closeJob(job, feeds); jerr != nil && err == nil {
+				err = jerr
+			}
 			if res == nil {
 				return err
 			}
@@ -77,5 +88,6 @@ second one aborts them.`,
 	f.StringArrayVarP(&appendTo, "output", "o", nil, "append items to `FILE` (.jsonl, .json, .csv; - for stdout with -t)")
 	f.StringArrayVarP(&overwrite, "overwrite-output", "O", nil, "write items to `FILE`, replacing it")
 	f.StringVarP(&format, "format", "t", "", "export `FORMAT` (jsonl, json, csv) when the extension does not say")
+	f.BoolVar(&fresh, "fresh", false, "start the JOBDIR job over, deleting its saved state (same as -s JOBDIR_RESET=true)")
 	return cmd
 }

@@ -479,6 +479,15 @@ func (e *Exporter) Offset() int64 {
 	return e.offset
 }
 
+// ResumeAt makes Open continue the file at offset, as Options.Resume and
+// ResumeOffset do: a resumed job (JOBDIR) calls it with the offset it
+// saved. Call it before Open.
+func (e *Exporter) ResumeAt(offset int64) {
+	e.mu.Lock()
+	e.opts.Resume, e.opts.ResumeOffset = true, offset
+	e.mu.Unlock()
+}
+
 // Items returns the number of items written by this exporter.
 func (e *Exporter) Items() int64 {
 	e.mu.Lock()

@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/gocrawl/gocrawl/feed"
+	"github.com/gocrawl/gocrawl/jobdir"
+	"github.com/gocrawl/gocrawl/pqueue/pebbleq"
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
+)
+
+func init() { addCommand(jobsCommand) }
+
+// openJob opens the JOBDIR of a crawl, or returns nil when JOBDIR is
+// empty. A job that cannot be used (another spider's, another version's,
+// corrupted, in use) is a usage error: exit status 2, nothing started.
+// Feeds written by an earlier run of the job are set to continue where the
+// job's last acknowledged request left them.
+func openJob(s *settings.Settings, sp spider.Spider, fresh bool, feeds []*feed.Exporter, log zerolog.Logger) (*jobdir.Job, error) {
+	dir := s.String("JOBDIR")
+	if dir == "" {
+		if fresh {
+			return nil, usagef("--fresh needs a job directory: set JOBDIR (-s JOBDIR=DIR)")
+		}
+		return nil, nil
+	}
+	j, err := jobdir.Open(dir, sp.Name(), jobdir.Options{Reset: fresh || s.Bool("JOBDIR_RESET"), Log: log})
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	if j.Resumed() {
+		log.Info().Str("jobdir", dir).Time("created", j.Metadata().Created).Msg("resuming job")
+	}
+	var fs []jobdir.Feed
+	for _, ex := range feeds {
+		if ex.Path() == "" || ex.Path() == "-" {
+			continue // stdout: nothing to resume
+		}
+		fs = append(fs, ex)
+		if !j.Resumed() {
+			continue
+		}
+		off, ok, err := j.ResumeOffset(ex.Path())
+		if err != nil {
+			j.Close()
+			return nil, usageErr(fmt.Errorf("JOBDIR %s: feed %s: %w", dir, ex.Path(), err))
+		}
+		if ok {
+			ex.ResumeAt(off)
+		}
+	}
+	j.SetFeeds(fs...)
+	return j, nil
+}
+
+// closeJob records the feeds' final offsets and closes the job.
+func closeJob(j *jobdir.Job, feeds []*feed.Exporter) error {
+	if j == nil {
+		return nil
+	}
+	for _, ex := range feeds {
+		if ex.Path() != "" && ex.Path() != "-" {
+			if err := j.SaveFeedOffset(ex.Path(), ex.Offset()); err != nil {
+				j.Close()
+				return err
+			}
+		}
+	}
+	return j.Close()
+}
+
+func jobsCommand(a *App) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "Look into job directories (JOBDIR)",
+		Long: `A job directory (-s JOBDIR=DIR) keeps a crawl's queue, dupefilter,
+throttling state, stats and feed positions, so that the crawl can be paused
+with Ctrl-C and resumed by running the same command again.`,
+	}
+	cmd.AddCommand(jobsInspectCommand(a))
+	return cmd
+}
+
+func jobsInspectCommand(a *App) *cobra.Command {
+	var top int
+	cmd := &cobra.Command{
+		Use:   "inspect JOBDIR",
+		Short: "Print what a job holds: queued requests per scope, scopes in backoff, stats",
+		Example: `  gocrawl jobs inspect crawls/run1
+  gocrawl jobs inspect crawls/run1 --top 0   # every scope`,
+		Args: exactArgs(1, "one job directory"),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			j, err := jobdir.Open(pos[0], "", jobdir.Options{ReadOnly: true})
+			if err != nil {
+				return usageErr(err)
+			}
+			defer j.Close()
+			return inspectJob(cmd.Context(), a.Stdout, j, top)
+		},
+	}
+	cmd.Flags().IntVar(&top, "top", 20, "show the `N` scopes with most queued requests (0 = all)")
+	return cmd
+}
+
+func inspectJob(ctx context.Context, w io.Writer, j *jobdir.Job, top int) error {
+	m := j.Metadata()
+	fmt.Fprintf(w, "Job %s\n  spider:  %s\n  created: %s\n  format:  %d\n\n", j.Dir(), m.Spider, m.Created.Format(time.RFC3339), m.Version)
+
+	q, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: jobdir.Codec{}, Prefix: jobdir.PrefixQueue})
+	if err != nil {
+		return err
+	}
+	if err := q.Open(ctx); err != nil {
+		return fmt.Errorf("reading the queue: %w", err)
+	}
+	counts, delayed := q.Counts()
+	total := delayed
+	for _, n := range counts {
+		total += n
+	}
+	fmt.Fprintf(w, "Queued requests: %d (%d delayed by throttling_delay)\n", total, delayed)
+	names := slices.SortedFunc(maps.Keys(counts), func(x, y string) int {
+		if counts[x] != counts[y] {
+			return counts[y] - counts[x]
+		}
+		return strings.Compare(x, y)
+	})
+	if top > 0 && len(names) > top {
+		names = names[:top]
+	}
+	if len(names) > 0 {
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  queued\tscopes\t")
+		for _, n := range names {
+			fmt.Fprintf(tw, "  %d\t%s\t\n", counts[n], strings.ReplaceAll(n, "\x00", " + "))
+		}
+		tw.Flush()
+		if len(counts) > len(names) {
+			fmt.Fprintf(w, "  ... and %d more scope sets (--top 0 shows all)\n", len(counts)-len(names))
+		}
+	}
+	fmt.Fprintln(w)
+
+	var snaps []throttling.ScopeSnapshot
+	if _, err := j.LoadThrottling(&snaps); err != nil {
+		return err
+	}
+	now := time.Now()
+	var backoff []throttling.ScopeSnapshot
+	for _, s := range snaps {
+		if s.BackoffLevel > 0 || s.BlockedUntil.After(now) {
+			backoff = append(backoff, s)
+		}
+	}
+	fmt.Fprintf(w, "Scopes in backoff: %d of %d saved\n", len(backoff), len(snaps))
+	if len(backoff) > 0 {
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  scope\tdelay\tlevel\tblocked until\tconcurrency")
+		for _, s := range backoff {
+			until := "-"
+			if s.BlockedUntil.After(now) {
+				until = s.BlockedUntil.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "  %s\t%.3gs\t%d\t%s\t%d\n", s.Scope, s.Delay, s.BackoffLevel, until, s.Concurrency)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+
+	st, err := j.LoadStats()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Stats so far: %d\n", len(st))
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, k := range slices.Sorted(maps.Keys(st)) {
+		fmt.Fprintf(tw, "  %s\t%v\n", k, st[k])
+	}
+	tw.Flush()
+	offs, err := j.FeedOffsets()
+	if err != nil {
+		return err
+	}
+	if len(offs) > 0 {
+		fmt.Fprintln(w, "\nFeeds:")
+		for _, p := range slices.Sorted(maps.Keys(offs)) {
+			fmt.Fprintf(w, "  %s: %d bytes kept on resume\n", p, offs[p])
+		}
+	}
+	return nil
+}
