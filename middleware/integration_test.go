@@ -251,7 +251,9 @@ func TestRedirectsAreRecheckedAndKeepScopes(t *testing.T) {
 
 type startCounter struct{ started, finished atomic.Int64 }
 
-func (o *startCounter) RequestStarted(time.Time, *spider.Request, throttling.Scopes) { o.started.Add(1) }
+func (o *startCounter) RequestStarted(time.Time, *spider.Request, throttling.Scopes) {
+	o.started.Add(1)
+}
 func (o *startCounter) RequestFinished(time.Time, *spider.Request, throttling.Scopes, *spider.Response, error) {
 	o.finished.Add(1)
 }
