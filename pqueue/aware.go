@@ -235,15 +235,26 @@ func (q *ThrottlingAware) popReady(ctx context.Context, now time.Time) (*Popped,
 		if e.ID != g.head.ID {
 			return nil, fmt.Errorf("pqueue: store returned entry %d from %q, its head was %d (store modified behind the queue?)", e.ID, g.key, g.head.ID)
 		}
-		q.detach(g)
 		q.release(g)
 		g.passed = false
+		g.wokenBy = nil
 		q.reserved[e.ID] = g.key
 		q.stamp++
 		g.served = q.stamp
 		q.gate.Sent(now, e.Scopes)
-		if err := q.refreshGroup(ctx, g.key); err != nil {
+		// g is still the top of the ready heap: give it its next head
+		// and sift it down once, rather than remove and push it again.
+		h, more, err := q.store.Head(ctx, g.key)
+		if err != nil {
 			return nil, err
+		}
+		if more {
+			g.head = h
+			g.share = q.shareOf(h)
+			q.ready.fix(g)
+		} else {
+			q.detach(g)
+			delete(q.groups, g.key)
 		}
 		clearDelay(e.Req)
 		return &Popped{ID: e.ID, Req: e.Req, Scopes: e.Scopes, Admitted: true, SentAt: now}, nil

@@ -73,6 +73,7 @@ func BenchmarkPopManyBackingOff(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime()
 	for range b.N {
 		p, _, err = q.Pop(ctx, now)
 		if err != nil || p == nil {
@@ -87,6 +88,7 @@ func BenchmarkPopManyBackingOff(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	reportCPU(b, cpu)
 	if p.Scopes[0].Name != scopeName(0) {
 		b.Fatalf("popped a request of %s, which is backing off", p.Scopes[0].Name)
 	}
@@ -115,6 +117,8 @@ func BenchmarkSteadyState(b *testing.B) {
 	rnd := rand.New(rand.NewPCG(1, 1))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime()
+	defer reportCPU(b, cpu)
 	for range b.N {
 		if _, err := q.Push(ctx, now, req, scopes[rnd.IntN(nScopes)], rnd.IntN(3)); err != nil {
 			b.Fatal(err)
@@ -171,4 +175,8 @@ func heapBytes() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 }

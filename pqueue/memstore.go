@@ -4,26 +4,45 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
 // MemoryStore is a Store that keeps entries in memory, by pointer: it needs
 // no Codec and loses everything when the process ends. It is the store used
 // without JOBDIR.
+//
+// A queued entry costs about 85 bytes besides the request itself (see
+// docs/performance.md): its fields are stored inline in its sub-queue's
+// heap, and entries whose scopes equal their sub-queue's share one slice.
 type MemoryStore struct {
 	mu       sync.Mutex
 	closed   bool
 	nextID   ID
-	queues   map[string]*entryHeap
+	queues   map[string]*memQueue
 	delayed  delayHeap
-	reserved map[ID]*Entry
+	reserved map[ID]reservedItem
 	waiting  int
+}
+
+// memQueue is one sub-queue.
+type memQueue struct {
+	h     entryHeap
+	canon throttling.Scopes // the scopes most of its entries share
+}
+
+type reservedItem struct {
+	queue string
+	it    heapItem
 }
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{queues: map[string]*entryHeap{}, reserved: map[ID]*Entry{}}
+	return &MemoryStore{queues: map[string]*memQueue{}, reserved: map[ID]reservedItem{}}
 }
 
 // Open implements Store; a memory store has nothing to load.
@@ -43,24 +62,38 @@ func (s *MemoryStore) Push(ctx context.Context, e *Entry) error {
 	}
 	s.nextID++
 	e.ID = s.nextID
-	c := new(Entry)
-	*c = *e
 	s.waiting++
-	if !c.NotBefore.IsZero() {
+	if !e.NotBefore.IsZero() {
+		c := new(Entry)
+		*c = *e
 		heap.Push(&s.delayed, c)
 		return nil
 	}
-	s.queueFor(c.Queue).push(c)
+	s.queueFor(e.Queue).push(heapItem{prio: e.Priority, id: e.ID, scopes: e.Scopes, req: e.Req})
 	return nil
 }
 
-func (s *MemoryStore) queueFor(name string) *entryHeap {
+func (s *MemoryStore) queueFor(name string) *memQueue {
 	q, ok := s.queues[name]
 	if !ok {
-		q = &entryHeap{}
+		q = &memQueue{}
 		s.queues[name] = q
 	}
 	return q
+}
+
+// push adds it, sharing the sub-queue's scopes slice when equal.
+func (q *memQueue) push(it heapItem) {
+	if q.canon == nil {
+		q.canon = it.scopes
+	} else if slices.Equal(q.canon, it.scopes) {
+		it.scopes = q.canon
+	}
+	q.h.push(it)
+}
+
+func (it heapItem) entry(queue string) Entry {
+	return Entry{Info: Info{ID: it.id, Queue: queue, Priority: it.prio, Scopes: it.scopes}, Req: it.req}
 }
 
 // Head implements Store.
@@ -71,10 +104,11 @@ func (s *MemoryStore) Head(ctx context.Context, queue string) (Info, bool, error
 		return Info{}, false, ErrClosed
 	}
 	q, ok := s.queues[queue]
-	if !ok || len(*q) == 0 {
+	if !ok || len(q.h) == 0 {
 		return Info{}, false, nil
 	}
-	return (*q)[0].Info, true, nil
+	it := q.h[0]
+	return Info{ID: it.id, Queue: queue, Priority: it.prio, Scopes: it.scopes}, true, nil
 }
 
 // Reserve implements Store.
@@ -85,16 +119,16 @@ func (s *MemoryStore) Reserve(ctx context.Context, queue string) (Entry, error) 
 		return Entry{}, ErrClosed
 	}
 	q, ok := s.queues[queue]
-	if !ok || len(*q) == 0 {
+	if !ok || len(q.h) == 0 {
 		return Entry{}, fmt.Errorf("reserve from %q: %w", queue, ErrEmpty)
 	}
-	e := heap.Pop(q).(*Entry)
-	if len(*q) == 0 {
+	it := q.h.pop()
+	if len(q.h) == 0 {
 		delete(s.queues, queue)
 	}
-	s.reserved[e.ID] = e
+	s.reserved[it.id] = reservedItem{queue: queue, it: it}
 	s.waiting--
-	return *e, nil
+	return it.entry(queue), nil
 }
 
 // Ack implements Store.
@@ -118,12 +152,12 @@ func (s *MemoryStore) Nack(ctx context.Context, id ID) error {
 	if s.closed {
 		return ErrClosed
 	}
-	e, ok := s.reserved[id]
+	r, ok := s.reserved[id]
 	if !ok {
 		return fmt.Errorf("nack %d: %w", id, ErrUnknownID)
 	}
 	delete(s.reserved, id)
-	s.queueFor(e.Queue).push(e)
+	s.queueFor(r.queue).push(r.it)
 	s.waiting++
 	return nil
 }
@@ -152,7 +186,7 @@ func (s *MemoryStore) PromoteDue(ctx context.Context, now time.Time) ([]Info, er
 	for len(s.delayed) > 0 && !s.delayed[0].NotBefore.After(now) {
 		e := heap.Pop(&s.delayed).(*Entry)
 		e.NotBefore = time.Time{}
-		s.queueFor(e.Queue).push(e)
+		s.queueFor(e.Queue).push(heapItem{prio: e.Priority, id: e.ID, scopes: e.Scopes, req: e.Req})
 		out = append(out, e.Info)
 	}
 	return out, nil
@@ -163,7 +197,7 @@ func (s *MemoryStore) Queues(ctx context.Context, fn func(queue string) error) e
 	s.mu.Lock()
 	names := make([]string, 0, len(s.queues))
 	for n, q := range s.queues {
-		if len(*q) > 0 {
+		if len(q.h) > 0 {
 			names = append(names, n)
 		}
 	}
@@ -193,26 +227,66 @@ func (s *MemoryStore) Close(ctx context.Context) error {
 }
 
 // entryHeap orders a sub-queue: higher priority first, then smaller ID.
-type entryHeap []*Entry
+// Entries are stored inline (no pointer per entry to chase or allocate).
+type entryHeap []heapItem
 
-func (h entryHeap) Len() int { return len(h) }
-func (h entryHeap) Less(i, j int) bool {
-	if h[i].Priority != h[j].Priority {
-		return h[i].Priority > h[j].Priority
+type heapItem struct {
+	prio   int
+	id     ID
+	scopes throttling.Scopes
+	req    *spider.Request
+}
+
+func (h entryHeap) less(i, j int) bool {
+	if h[i].prio != h[j].prio {
+		return h[i].prio > h[j].prio
 	}
-	return h[i].ID < h[j].ID
+	return h[i].id < h[j].id
 }
-func (h entryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *entryHeap) Push(x any)   { *h = append(*h, x.(*Entry)) }
-func (h *entryHeap) Pop() any {
-	old := *h
-	n := len(old)
-	x := old[n-1]
-	old[n-1] = nil
-	*h = old[:n-1]
-	return x
+
+// push and pop are container/heap's algorithms without its interface,
+// which would allocate for every item.
+func (h *entryHeap) push(it heapItem) {
+	*h = append(*h, it)
+	s := *h
+	for j := len(s) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !s.less(j, i) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		j = i
+	}
 }
-func (h *entryHeap) push(e *Entry) { heap.Push(h, e) }
+
+func (h *entryHeap) pop() heapItem {
+	s := *h
+	n := len(s) - 1
+	top := s[0]
+	s[0] = s[n]
+	s[n] = heapItem{}
+	s = s[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && s.less(r, l) {
+			j = r
+		}
+		if !s.less(j, i) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		i = j
+	}
+	if n == 0 {
+		s = nil // let a drained sub-queue's array go
+	}
+	*h = s
+	return top
+}
 
 // delayHeap orders the delayed set: earlier NotBefore first, then smaller ID.
 type delayHeap []*Entry
