@@ -96,21 +96,38 @@ func BenchmarkPopManyBackingOff(b *testing.B) {
 
 // BenchmarkSteadyState is benchmark (b): 10,000 active scopes with 10
 // requests each; each iteration queues a request for a random scope, pops
-// the next ready one and completes it.
+// the next ready one and completes it. "throttler" uses the real
+// throttler; "queue-only" a gate where every scope is always ready, to
+// show the queue's own share.
 func BenchmarkSteadyState(b *testing.B) {
+	b.Run("throttler", func(b *testing.B) {
+		thr, _ := benchThrottler(b)
+		steadyState(b, thr, func(p *pqueue.Popped) { thr.Done(context.Background(), p.Req, p.Scopes, t0, nil, nil) })
+	})
+	b.Run("queue-only", func(b *testing.B) {
+		steadyState(b, nopGate{}, func(*pqueue.Popped) {})
+	})
+}
+
+// nopGate lets every request through at once.
+type nopGate struct{}
+
+func (nopGate) ScopeWait(time.Time, string, float64) time.Duration { return 0 }
+func (nopGate) Sent(time.Time, throttling.Scopes)                  {}
+func (nopGate) Watch(func(string))                                 {}
+
+func steadyState(b *testing.B, gate pqueue.Gate, done func(*pqueue.Popped)) {
 	const nScopes, perScope = 10_000, 10
-	thr, clk := benchThrottler(b)
-	q, err := pqueue.NewThrottlingAware(pqueue.NewMemoryStore(), thr, zerolog.Nop())
+	q, err := pqueue.NewThrottlingAware(pqueue.NewMemoryStore(), gate, zerolog.Nop())
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx, now := context.Background(), t0
 	req := spider.MustRequest("https://h0.example/", nil)
 	scopes := make([]throttling.Scopes, nScopes)
 	for i := range scopes {
 		scopes[i] = throttling.Scopes{{Name: scopeName(i)}}
 	}
-	now := clk.Now()
 	for i := range nScopes * perScope {
 		q.Push(ctx, now, req, scopes[i%nScopes], 0)
 	}
@@ -127,7 +144,7 @@ func BenchmarkSteadyState(b *testing.B) {
 		if err != nil || p == nil {
 			b.Fatalf("Pop: %v %v", p, err)
 		}
-		thr.Done(ctx, p.Req, p.Scopes, now, nil, nil)
+		done(p)
 		if err := q.Ack(ctx, p.ID); err != nil {
 			b.Fatal(err)
 		}
