@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -321,6 +322,62 @@ func TestCachedResponsesSkipThrottling(t *testing.T) {
 	for path, flags := range second.flags {
 		if !slices.Contains(flags, "cached") {
 			t.Errorf("%s not flagged cached: %v", path, flags)
+		}
+	}
+}
+
+func init() {
+	middleware.RegisterDownloader("testPanicsOnBad", func(c *spider.Crawler) (middleware.Downloader, error) {
+		return middleware.DownloaderFunc(func(next middleware.Fetcher) middleware.Fetcher {
+			return middleware.FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+				if req.URL.Path == "/bad" {
+					var m map[string]int
+					m["boom"]++ // a bug: assignment to a nil map
+				}
+				return next.Fetch(ctx, req)
+			})
+		}), nil
+	})
+}
+
+// TestPanickingMiddlewareDoesNotStopTheCrawl: the request it panicked on
+// fails with an error naming the middleware and the request; the others
+// are crawled.
+func TestPanickingMiddlewareDoesNotStopTheCrawl(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer srv.Close()
+	sp := &crawlSpider{Base: spider.Base{StartURLs: []string{srv.URL + "/a", srv.URL + "/bad", srv.URL + "/c"}}}
+	res := crawl(t, sp, map[string]any{"DOWNLOADER_MIDDLEWARES": map[string]any{"testPanicsOnBad": 10}}, engine.Options{})
+	if len(sp.got) != 2 || len(sp.errs) != 1 {
+		t.Fatalf("responses %d, errors %v; want 2 and the panic", len(sp.got), sp.errs)
+	}
+	var pe *middleware.PanicError
+	if !errors.As(sp.errs[0], &pe) || pe.Middleware != "testPanicsOnBad" || pe.Request.URL.Path != "/bad" {
+		t.Errorf("errback error = %v", sp.errs[0])
+	}
+	if res.Stats["middleware/panic_count/testPanicsOnBad"] != 1 {
+		t.Errorf("stats = %v", res.Stats)
+	}
+}
+
+// TestInvalidMiddlewareSettingsFailAtStart: engine.New refuses to start,
+// naming the entry.
+func TestInvalidMiddlewareSettingsFailAtStart(t *testing.T) {
+	for _, tt := range []struct {
+		set  map[string]any
+		want string
+	}{
+		{map[string]any{"DOWNLOADER_MIDDLEWARES": map[string]any{"Cookie": 700}}, `DOWNLOADER_MIDDLEWARES: entry "Cookie" is not a registered component`},
+		{map[string]any{"SPIDER_MIDDLEWARES": map[string]any{"Depth": "last"}}, `SPIDER_MIDDLEWARES: entry "Depth": order must be an integer or null`},
+		{map[string]any{"RETRY_EXCEPTIONS": []string{"TimeoutError"}}, `RETRY_EXCEPTIONS: unknown error kind "TimeoutError"`},
+	} {
+		s := settings.New()
+		if err := s.SetMap(tt.set, settings.SourceFile, "gocrawl.yaml"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := engine.New(&crawlSpider{}, s, engine.Options{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("engine.New error = %v, want %q", err, tt.want)
 		}
 	}
 }

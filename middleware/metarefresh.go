@@ -67,7 +67,9 @@ func (m *MetaRefresh) refresh(res *spider.Response) (time.Duration, string, bool
 			return d, u, true
 		}
 	}
-	if !res.IsHTML() {
+	// Parse only pages that may hold a refresh tag: most do not, and the
+	// callbacks that never parse HTML should not pay for it.
+	if !containsFold(res.Body, "http-equiv") || !containsFold(res.Body, "refresh") || !res.IsHTML() {
 		return 0, "", false
 	}
 	doc, err := res.Doc()
@@ -130,4 +132,24 @@ func parseRefresh(v string) (time.Duration, string, bool) {
 		return 0, "", false
 	}
 	return time.Duration(secs * float64(time.Second)), rest, true
+}
+
+// containsFold reports whether b contains the ASCII string sub (lower
+// case), ignoring ASCII case, without allocating.
+func containsFold(b []byte, sub string) bool {
+	n := len(sub)
+outer:
+	for i := 0; i+n <= len(b); i++ {
+		for j := 0; j < n; j++ {
+			c := b[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != sub[j] {
+				continue outer
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -17,7 +17,17 @@
 // SPIDER_MIDDLEWARES map registered names to orders, merged over the
 // *_BASE settings; lower orders are closer to the engine, higher ones
 // closer to the downloader (or the callback). A null order disables a
-// middleware.
+// middleware. Invalid names and orders fail at start-up naming the entry;
+// a middleware that panics or fails is reported with its name and the
+// request (PanicError, MiddlewareError) and the crawl goes on.
+//
+// Built-in downloader middlewares: Offsite (50), HttpAuth (300),
+// DefaultHeaders (400), UserAgent (500), Retry (550), MetaRefresh (580),
+// Redirect (600), Cookies (700), HttpProxy (750), HttpCache (900, off by
+// default; storage and policies in package httpcache). Built-in spider
+// middlewares: HttpError (50), Offsite (500), Referer (700), UrlLength
+// (800), Depth (900). docs/middleware.md describes each with its settings,
+// and how to write your own.
 package middleware
 
 import (

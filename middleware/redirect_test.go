@@ -355,3 +355,19 @@ func TestRedirectFollowsRealServer(t *testing.T) {
 		t.Errorf("final response %q after %d requests", res.Body, len(seen))
 	}
 }
+
+func TestContainsFold(t *testing.T) {
+	for _, tt := range []struct {
+		b, sub string
+		want   bool
+	}{
+		{`<META HTTP-EQUIV="Refresh">`, "http-equiv", true},
+		{"xx refresh", "refresh", true},
+		{"refres", "refresh", false},
+		{"", "a", false},
+	} {
+		if got := containsFold([]byte(tt.b), tt.sub); got != tt.want {
+			t.Errorf("containsFold(%q, %q) = %v", tt.b, tt.sub, got)
+		}
+	}
+}
