@@ -26,6 +26,7 @@ import (
 	"iter"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,6 +122,9 @@ type Engine struct {
 	// CLOSESPIDER_* limits, read once (0 = off).
 	closeItems, closePages, closeErrors int64
 
+	// Counters updated for every request, looked up once.
+	cRequests, cGets, cResponses, cBytes, cOK, cExceptions *stats.Counter
+
 	items, pages, errs atomic.Int64
 	waitingAdmission   atomic.Int64
 	delayedWarned      atomic.Bool
@@ -171,6 +175,12 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	e.closeItems = int64(s.Int("CLOSESPIDER_ITEMCOUNT"))
 	e.closePages = int64(s.Int("CLOSESPIDER_PAGECOUNT"))
 	e.closeErrors = int64(s.Int("CLOSESPIDER_ERRORCOUNT"))
+	e.cRequests = e.stats.Counter("downloader/request_count")
+	e.cGets = e.stats.Counter("downloader/request_method_count/GET")
+	e.cResponses = e.stats.Counter("downloader/response_count")
+	e.cBytes = e.stats.Counter("downloader/response_bytes")
+	e.cOK = e.stats.Counter("downloader/response_ok_count")
+	e.cExceptions = e.stats.Counter("downloader/exception_count")
 
 	dopts := downloader.OptionsFromSettings(s)
 	dopts.Log = opts.Log
@@ -584,8 +594,12 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 	for _, o := range e.observers {
 		o.RequestStarted(sentAt, req, scopes)
 	}
-	e.stats.Inc("downloader/request_count", 1)
-	e.stats.Inc("downloader/request_method_count/"+req.GetMethod(), 1)
+	e.cRequests.Add(1)
+	if m := req.GetMethod(); m == http.MethodGet {
+		e.cGets.Add(1)
+	} else {
+		e.stats.Inc("downloader/request_method_count/"+m, 1)
+	}
 	res, err := e.dl.Fetch(ctx, req)
 	now := e.clock.Now()
 	aborted := err != nil && e.abortCtx.Err() != nil
@@ -606,16 +620,16 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 			if kind == "" {
 				kind = "other"
 			}
-			e.stats.Inc("downloader/exception_count", 1)
+			e.cExceptions.Add(1)
 			e.stats.Inc("downloader/exception_type_count/"+kind, 1)
 		}
 		return nil, err
 	}
-	e.stats.Inc("downloader/response_count", 1)
-	e.stats.Inc(fmt.Sprintf("downloader/response_status_count/%d", res.Status), 1)
-	e.stats.Inc("downloader/response_bytes", float64(len(res.Body)))
+	e.cResponses.Add(1)
+	e.stats.Inc(statusKey(res.Status), 1)
+	e.cBytes.Add(float64(len(res.Body)))
 	if res.Status >= 200 && res.Status < 300 {
-		e.stats.Inc("downloader/response_ok_count", 1)
+		e.cOK.Add(1)
 	}
 	return res, nil
 }
@@ -845,9 +859,6 @@ func (o *output) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
 	}
 }
 
-// closedChan is always ready.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
 // offlineGate is the throttler as the scheduler sees it, except that a
 // request a downloader middleware promises to answer without sending it (a
 // fresh HTTP cache entry) gets no throttling scopes: it neither waits for
@@ -870,6 +881,26 @@ func isOffline(req *spider.Request) bool {
 	v, _ := req.Get(middleware.MetaOffline).(bool)
 	return v
 }
+
+// statusKeys are the stats keys of the statuses 100 to 599, built once so
+// that counting a response allocates nothing.
+var statusKeys = func() []string {
+	keys := make([]string, 600)
+	for i := 100; i < 600; i++ {
+		keys[i] = "downloader/response_status_count/" + strconv.Itoa(i)
+	}
+	return keys
+}()
+
+func statusKey(code int) string {
+	if code >= 100 && code < 600 {
+		return statusKeys[code]
+	}
+	return "downloader/response_status_count/" + strconv.Itoa(code)
+}
+
+// closedChan is always ready.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // mergeCancel returns a context that is done when either a or b is.
 func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {

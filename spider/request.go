@@ -86,16 +86,25 @@ func ParseURL(rawURL string) (*url.URL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrInvalidURL, rawURL, err)
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		if u.Scheme == "" {
-			return nil, fmt.Errorf("%w %q: not absolute (missing http:// or https://)", ErrInvalidURL, rawURL)
-		}
-		return nil, fmt.Errorf("%w %q: scheme %q is not http or https", ErrInvalidURL, rawURL, u.Scheme)
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("%w %q: missing host", ErrInvalidURL, rawURL)
+	if err := checkURL(u, rawURL); err != nil {
+		return nil, err
 	}
 	return u, nil
+}
+
+// checkURL reports ErrInvalidURL, naming rawURL, unless u is an absolute
+// http(s) URL with a host.
+func checkURL(u *url.URL, rawURL string) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		if u.Scheme == "" {
+			return fmt.Errorf("%w %q: not absolute (missing http:// or https://)", ErrInvalidURL, rawURL)
+		}
+		return fmt.Errorf("%w %q: scheme %q is not http or https", ErrInvalidURL, rawURL, u.Scheme)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%w %q: missing host", ErrInvalidURL, rawURL)
+	}
+	return nil
 }
 
 // GetMethod returns the request method, GET when unset.

@@ -11,9 +11,11 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding"
 )
 
 // ErrNotHTML is returned by Response.Doc for bodies that are not HTML or
@@ -44,13 +46,28 @@ type Response struct {
 	// IP is the remote address the response came from, when known.
 	IP string
 
+	encOnce  sync.Once
+	enc      encoding.Encoding
+	encName  string
 	textOnce sync.Once
 	text     string
 	textErr  error
 	docOnce  sync.Once
 	doc      *goquery.Document
 	docErr   error
+	baseOnce sync.Once
+	baseURL  *url.URL
 }
+
+// encoding determines (once) the body's character encoding.
+func (r *Response) encoding() (encoding.Encoding, string) {
+	r.encOnce.Do(func() {
+		r.enc, r.encName, _ = charset.DetermineEncoding(r.Body, r.Header.Get("Content-Type"))
+	})
+	return r.enc, r.encName
+}
+
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 // ContentType returns the media type of the response without parameters,
 // lower-cased ("text/html"); when the server sent none, it is sniffed.
@@ -87,9 +104,9 @@ func (r *Response) IsHTML() bool {
 // legacy HTML without a declaration.
 func (r *Response) Text() (string, error) {
 	r.textOnce.Do(func() {
-		enc, name, _ := charset.DetermineEncoding(r.Body, r.Header.Get("Content-Type"))
+		enc, name := r.encoding()
 		if name == "utf-8" || enc == nil {
-			body := bytes.TrimPrefix(r.Body, []byte("\xef\xbb\xbf"))
+			body := bytes.TrimPrefix(r.Body, utf8BOM)
 			r.text = string(bytes.ToValidUTF8(body, []byte("\uFFFD")))
 			return
 		}
@@ -112,12 +129,19 @@ func (r *Response) Doc() (*goquery.Document, error) {
 			r.docErr = fmt.Errorf("%w: %s is %s", ErrNotHTML, r.URL, r.ContentType())
 			return
 		}
-		text, err := r.Text()
-		if err != nil {
-			r.docErr = err
-			return
+		var src io.Reader
+		if enc, name := r.encoding(); (name == "utf-8" || enc == nil) && utf8.Valid(r.Body) {
+			// The common case: parse the body as is, without a copy.
+			src = bytes.NewReader(bytes.TrimPrefix(r.Body, utf8BOM))
+		} else {
+			text, err := r.Text()
+			if err != nil {
+				r.docErr = err
+				return
+			}
+			src = strings.NewReader(text)
 		}
-		doc, err := goquery.NewDocumentFromReader(strings.NewReader(text))
+		doc, err := goquery.NewDocumentFromReader(src)
 		if err != nil {
 			r.docErr = fmt.Errorf("parsing %s: %w", r.URL, err)
 			return
@@ -147,44 +171,55 @@ func (r *Response) JSON(v any) error {
 }
 
 // base returns the URL that relative links resolve against: the document's
-// <base href> when present, else the response URL.
+// <base href> when present, else the response URL. It is computed once.
 func (r *Response) base() *url.URL {
-	if r.IsHTML() {
+	r.baseOnce.Do(func() {
+		r.baseURL = r.URL
 		if doc, err := r.Doc(); err == nil {
-			if href, ok := doc.Find("base[href]").First().Attr("href"); ok {
+			if href, ok := doc.FindMatcher(baseHref).First().Attr("href"); ok {
 				if b, err := r.URL.Parse(strings.TrimSpace(href)); err == nil {
-					return b
+					r.baseURL = b
 				}
 			}
 		}
-	}
-	return r.URL
+	})
+	return r.baseURL
 }
+
+var baseHref = goquery.Single("base[href]")
 
 // URLJoin resolves ref against the response's URL (honouring <base href>)
 // and returns the absolute URL without its fragment.
 func (r *Response) URLJoin(ref string) (string, error) {
+	u, err := r.join(ref)
+	if err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
+
+func (r *Response) join(ref string) (*url.URL, error) {
 	u, err := r.base().Parse(strings.TrimSpace(ref))
 	if err != nil {
-		return "", fmt.Errorf("%w %q on %s: %v", ErrInvalidURL, ref, r.URL, err)
+		return nil, fmt.Errorf("%w %q on %s: %v", ErrInvalidURL, ref, r.URL, err)
 	}
 	u.Fragment = ""
 	u.RawFragment = ""
-	return u.String(), nil
+	return u, nil
 }
 
 // Follow returns a request for ref resolved against the response URL, one
 // level deeper than the response's request. Links with other schemes
 // (mailto:, javascript:) give an error wrapping ErrInvalidURL.
 func (r *Response) Follow(ref string, cb Callback) (*Request, error) {
-	abs, err := r.URLJoin(ref)
+	u, err := r.join(ref)
 	if err != nil {
 		return nil, err
 	}
-	req, err := NewRequest(abs, cb)
-	if err != nil {
+	if err := checkURL(u, ref); err != nil {
 		return nil, err
 	}
+	req := &Request{URL: u, Callback: cb}
 	if r.Request != nil {
 		req.Depth = r.Request.Depth + 1
 	}
