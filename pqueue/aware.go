@@ -54,6 +54,12 @@ type ThrottlingAware struct {
 	// Nack (bounded by the requests in flight).
 	reserved map[ID]string
 
+	// tracked holds the names of the scopes in scopes, readable from
+	// Watch callbacks without q.mu; changed is signalled when one of them
+	// changes.
+	tracked sync.Map
+	changed chan struct{}
+
 	dirtyMu  sync.Mutex
 	dirty    []string // scopes changed since the last Pop (from Watch)
 	dirtySet map[string]struct{}
@@ -111,7 +117,8 @@ func NewThrottlingAware(store Store, gate Gate, log zerolog.Logger) (*Throttling
 		store = NewMemoryStore()
 	}
 	q := &ThrottlingAware{store: store, gate: gate, log: log,
-		groups: map[string]*group{}, reserved: map[ID]string{}, scopes: map[string]*scopeState{}, dirtySet: map[string]struct{}{}}
+		groups: map[string]*group{}, reserved: map[ID]string{}, scopes: map[string]*scopeState{}, dirtySet: map[string]struct{}{},
+		changed: make(chan struct{}, 1)}
 	q.share, _ = gate.(QuotaSharer)
 	gate.Watch(q.markDirty)
 	return q, nil
@@ -126,7 +133,20 @@ func (q *ThrottlingAware) markDirty(scope string) {
 		q.dirty = append(q.dirty, scope)
 	}
 	q.dirtyMu.Unlock()
+	if _, ok := q.tracked.Load(scope); ok {
+		select {
+		case q.changed <- struct{}{}:
+		default:
+		}
+	}
 }
+
+// Changed returns a channel that receives a value (coalesced) when a scope
+// that blocks queued requests changes state: a request may have become
+// ready. Pop again after it. Most such changes also end a download, which
+// the engine hears about anyway; this covers the others (a slot freed by
+// a download outside the scheduler, a shortened delay, a released hold).
+func (q *ThrottlingAware) Changed() <-chan struct{} { return q.changed }
 
 // Open implements PriorityQueue: it opens the store and indexes the head
 // of every sub-queue.
@@ -564,6 +584,7 @@ func (q *ThrottlingAware) scope(name string) *scopeState {
 	if st == nil {
 		st = &scopeState{name: name, timer: -1}
 		q.scopes[name] = st
+		q.tracked.Store(name, struct{}{})
 	}
 	return st
 }
@@ -572,6 +593,7 @@ func (q *ThrottlingAware) scope(name string) *scopeState {
 func (q *ThrottlingAware) forget(st *scopeState) {
 	if len(st.waiting) == 0 && st.heldBy == nil && st.timer < 0 && q.scopes[st.name] == st {
 		delete(q.scopes, st.name)
+		q.tracked.Delete(st.name)
 	}
 }
 

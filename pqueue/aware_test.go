@@ -469,3 +469,37 @@ func TestAwareRequestWithoutScopes(t *testing.T) {
 		t.Fatalf("Pop = %q, want the scope-less request", p)
 	}
 }
+
+func TestAwareChanged(t *testing.T) {
+	g := newFakeGate()
+	g.set("a", 1, 0)
+	q := newAware(t, g)
+	push(t, q, t0, "a0", 0, sc("a"))
+	push(t, q, t0, "a1", 0, sc("a"))
+	push(t, q, t0, "b0", 0, sc("b"))
+	_, _, p := pop(t, q, t0)
+	for {
+		if name, _, _ := pop(t, q, t0); name == "" {
+			break
+		}
+	}
+	select { // drain what the sends signalled
+	case <-q.Changed():
+	default:
+	}
+	g.done(throttling.Scopes{{Name: "b"}}) // nobody waits on b
+	select {
+	case <-q.Changed():
+		t.Fatal("Changed fired for a scope no request waits on")
+	default:
+	}
+	g.done(p.Scopes) // a's slot frees: a1 may go
+	select {
+	case <-q.Changed():
+	default:
+		t.Fatal("Changed did not fire when a blocking scope freed a slot")
+	}
+	if name, _, _ := pop(t, q, t0); name != "a1" {
+		t.Fatalf("Pop = %q, want a1", name)
+	}
+}

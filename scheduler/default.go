@@ -112,6 +112,15 @@ func (s *scheduler) Done(ctx context.Context, job *Job) error {
 
 func (s *scheduler) Len() int { return s.q.Len() }
 
+// Changed implements Notifier: the queue's channel, or nil (never ready)
+// for queues that do not track scopes.
+func (s *scheduler) Changed() <-chan struct{} {
+	if n, ok := s.q.(Notifier); ok {
+		return n.Changed()
+	}
+	return nil
+}
+
 func (s *scheduler) Close(ctx context.Context) error {
 	err := s.q.Close(ctx)
 	if ferr := s.filter.Close(ctx); err == nil {

@@ -68,6 +68,15 @@ type Scheduler interface {
 	Close(ctx context.Context) error
 }
 
+// Notifier is implemented by schedulers (and priority queues) that can
+// tell when a queued request may have become ready although no download
+// ended: a slot freed by a request sent outside the scheduler, a delay
+// shortened by a configuration change. The engine selects on Changed while
+// it sleeps and calls Next again when it fires. Values are coalesced.
+type Notifier interface {
+	Changed() <-chan struct{}
+}
+
 // Gate is what a scheduler needs from the throttler.
 type Gate interface {
 	Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error)

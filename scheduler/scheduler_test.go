@@ -188,3 +188,14 @@ func TestStorageOverride(t *testing.T) {
 		t.Fatalf("store Len %d, set Len %d; want the given storage used", store.Len(), seen.Len())
 	}
 }
+
+func TestNotifier(t *testing.T) {
+	e := newEnv(t, nil)
+	if n, ok := e.s.(scheduler.Notifier); !ok || n.Changed() == nil {
+		t.Fatal("the throttling-aware scheduler does not expose Changed")
+	}
+	g := newEnv(t, map[string]any{"SCHEDULER": scheduler.EngineGated})
+	if n, ok := g.s.(scheduler.Notifier); ok && n.Changed() != nil {
+		t.Fatal("the engine-gated scheduler returns a Changed channel, but nothing would signal it")
+	}
+}
