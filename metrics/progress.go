@@ -113,15 +113,18 @@ func (w liveWriter) Write(p []byte) (int, error) {
 	}
 	n, err := w.l.out.Write(p)
 	if w.l.shown {
-		io.WriteString(w.l.out, w.l.line)
+		io.WriteString(w.l.out, w.l.line+"\r")
 	}
 	return n, err
 }
 
+// draw replaces the line. The cursor is left at the start of the line, so
+// output that does not go through Writer overwrites the display instead of
+// being appended to it.
 func (l *Live) draw(line string) {
 	l.mu.Lock()
 	l.line, l.shown = line, true
-	io.WriteString(l.out, "\r\x1b[K"+line)
+	io.WriteString(l.out, "\r\x1b[K"+line+"\r")
 	l.mu.Unlock()
 }
 
@@ -141,12 +144,10 @@ func (l *Live) Run(ctx context.Context, clk clock.Clock, refresh time.Duration, 
 	defer l.Clear()
 	start := clk.Now()
 	p := &progress{rec: rec, stats: st}
-	p.read(start)
+	// Rates over a short refresh are noisy: show them over the last 5 s.
+	hist, histAt := []Rates{p.read(start)}, []time.Time{start}
 	t := clk.NewTimer(refresh)
 	defer t.Stop()
-	// Rates over a short refresh are noisy: show them over the last 5 s.
-	var hist []Rates
-	var histAt []time.Time
 	for {
 		select {
 		case <-ctx.Done():
