@@ -475,10 +475,9 @@ func (q *ThrottlingAware) release(g *group) {
 		if st.heldBy == g {
 			st.heldBy = nil
 		}
+		// The next Pop refreshes st: it offers st to its waiters, or
+		// forgets it (not here: the caller may be parking g at st).
 		q.markDirty(st.name)
-		if len(st.waiting) == 0 {
-			q.forget(st)
-		}
 	}
 }
 

@@ -2,6 +2,7 @@ package pqueue_test
 
 import (
 	"context"
+	"os"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -501,5 +502,80 @@ func TestAwareChanged(t *testing.T) {
 	}
 	if name, _, _ := pop(t, q, t0); name != "a1" {
 		t.Fatalf("Pop = %q, want a1", name)
+	}
+}
+
+// TestAwareRandomMultiScope drives the queue with random multi-scope
+// requests, completions, time and backoffs, checking the index after every
+// operation, that every popped request was ready (fakeGate.Sent panics
+// otherwise), and that everything is eventually sent: holds never
+// deadlock.
+func TestAwareRandomMultiScope(t *testing.T) {
+	seeds := 3
+	if s := os.Getenv("PQUEUE_SEEDS"); s != "" {
+		fmt.Sscan(s, &seeds)
+	}
+	for seed := range uint64(seeds) {
+		rnd := rand.New(rand.NewPCG(seed, 7))
+		g := newFakeGate()
+		const nScopes = 8
+		for i := range nScopes {
+			g.set(fmt.Sprint("s", i), 1+rnd.IntN(2), time.Duration(rnd.IntN(2))*time.Second)
+		}
+		q := newAware(t, g)
+		check := func(step int) {
+			if err := q.CheckInvariants(); err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, step, err)
+			}
+		}
+		pending := 0
+		var inflight []*pqueue.Popped
+		now := t0
+		for step := range 3000 {
+			switch op := rnd.IntN(10); {
+			case op < 4:
+				var names []string
+				for range 1 + rnd.IntN(3) {
+					names = append(names, fmt.Sprint("s", rnd.IntN(nScopes)))
+				}
+				push(t, q, now, fmt.Sprint("r", step), rnd.IntN(2), sc(names...))
+				pending++
+			case op < 7:
+				if name, _, p := pop(t, q, now); name != "" {
+					pending--
+					inflight = append(inflight, p)
+				}
+			case op < 9:
+				if len(inflight) > 0 {
+					i := rnd.IntN(len(inflight))
+					g.done(inflight[i].Scopes)
+					inflight = append(inflight[:i], inflight[i+1:]...)
+				}
+				now = now.Add(time.Duration(rnd.IntN(700)) * time.Millisecond)
+			default:
+				g.block(fmt.Sprint("s", rnd.IntN(nScopes)), now.Add(time.Duration(rnd.IntN(4))*time.Second))
+			}
+			check(step)
+		}
+		for i := 0; pending > 0; i++ {
+			if i > 100000 {
+				t.Fatalf("seed %d: %d requests never came out", seed, pending)
+			}
+			if len(inflight) > 0 && rnd.IntN(2) == 0 {
+				g.done(inflight[0].Scopes)
+				inflight = inflight[1:]
+			}
+			name, wake, p := pop(t, q, now)
+			check(-i)
+			if name == "" {
+				if len(inflight) == 0 && wake == 0 {
+					t.Fatalf("seed %d: nothing in flight, nothing ready, and no wake time: stuck with %d queued", seed, pending)
+				}
+				now = now.Add(max(wake, time.Millisecond))
+				continue
+			}
+			pending--
+			inflight = append(inflight, p)
+		}
 	}
 }
