@@ -2,9 +2,9 @@ package pqueue_test
 
 import (
 	"context"
-	"os"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
