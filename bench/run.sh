@@ -25,7 +25,8 @@ else
 	ref="$(git -C "$here/.." rev-parse --short HEAD) + working tree ($dirty modified files outside bench/)"
 fi
 mkdir -p "$here/bin" "$here/results"
-(cd "$src" && go build -o "$here/bin/" ./cmd/...)
+# -mod=mod: the main module moves fast; let go.sum follow it.
+(cd "$src" && GOFLAGS=-mod=mod go build -o "$here/bin/" ./cmd/...)
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 csv="$here/results/bench-$stamp.csv"
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $(go version | cut -d' ' -f3-), load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -33,6 +33,10 @@ func init() {
 // experimentConcurrency is the global pool of every configuration.
 const experimentConcurrency = 50
 
+// experimentTimeout stops a configuration that has not finished (a slow
+// rampup), so the demo stays about a minute long.
+const experimentTimeout = 90 * time.Second
+
 // experimentConfig is one column of the experiment's table.
 type experimentConfig struct {
 	Name  string
@@ -112,7 +116,8 @@ func demoExperiment(ctx context.Context, d *demo) error {
 	for _, c := range experimentConfigs {
 		fmt.Fprintf(w, "  %-10s %s\n", c.Name, c.About)
 	}
-	fmt.Fprintf(w, "The strict host allows 10 pages/s, so a polite crawl takes about %s.\n", (time.Duration(pages/10) * time.Second).Round(time.Second))
+	fmt.Fprintf(w, "The strict host allows 10 pages/s, so a polite crawl takes at least %s (each configuration stops after %s).\n",
+		time.Duration(pages/10)*time.Second, experimentTimeout)
 
 	runs, err := startExperiment(ctx, d, pages)
 	defer func() {
@@ -164,6 +169,7 @@ func startExperiment(ctx context.Context, d *demo, pages int) ([]*experimentRun,
 		over["LOGSTATS_INTERVAL"] = 0
 		over["STATS_DUMP_FILE"] = ""
 		over["METRICS_ADDR"] = ""
+		over["CLOSESPIDER_TIMEOUT"] = experimentTimeout.Seconds()
 		if err := s.SetMap(over, settings.SourceSpider, "demo experiment, "+c.Name); err != nil {
 			return runs, settingsErr(err)
 		}

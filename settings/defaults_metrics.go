@@ -21,7 +21,7 @@ func init() {
 		{Name: "METRICS_SCOPE_LABEL_LIMIT", Type: NonNegative(Int), Default: 20, Doc: "Most distinct scope label values exported on METRICS_ADDR; later scopes are summed under scope=\"other\" (0 = 20)."},
 		{Name: "METRICS_SCOPE_STATS_LIMIT", Type: NonNegative(Int), Default: 50, Doc: "Per-scope metrics of this many most-requested scopes are written into the stats (metrics/scope/<scope>/...); 0 = every scope."},
 		{Name: "METRICS_SUMMARY_SCOPES", Type: NonNegative(Int), Default: 10, Doc: "Scopes listed in the end-of-crawl summary, most requested first (0 = all)."},
-		{Name: "DEMO_EXPERIMENT_PAGES", Type: NonNegative(Int), Default: 500, Doc: "Pages per host of the two-host politeness experiment run by `gocrawl demo` (about a minute at 500; 0 = skip it)."},
+		{Name: "DEMO_EXPERIMENT_PAGES", Type: NonNegative(Int), Default: 300, Doc: "Pages per host of the two-host politeness experiment run by `gocrawl demo` (about a minute at 300; each configuration stops after 90 s; 0 = skip it)."},
 		{Name: "PROGRESS_DISPLAY", Type: progress, Default: "auto", Doc: "Live one-line progress display on standard error: auto (when it is a terminal), on, off."},
 	} {
 		Register(d)
