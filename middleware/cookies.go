@@ -75,11 +75,7 @@ func (m *Cookies) WrapFetcher(next Fetcher) Fetcher {
 			return next.Fetch(ctx, req)
 		}
 		jar := m.jarFor(req)
-		if extra, ok := req.Get(MetaCookies).(map[string]any); ok && len(extra) > 0 {
-			var cs []*http.Cookie
-			for k, v := range extra {
-				cs = append(cs, &http.Cookie{Name: k, Value: fmt.Sprint(v), Path: "/"})
-			}
+		if cs := metaCookies(req); len(cs) > 0 {
 			jar.SetCookies(req.URL, cs)
 		}
 		send := req
@@ -115,6 +111,23 @@ func (m *Cookies) WrapFetcher(next Fetcher) Fetcher {
 		}
 		return res, nil
 	})
+}
+
+// metaCookies reads the cookies meta: a map of name -> value
+// (map[string]any after a persistent queue, map[string]string from Go).
+func metaCookies(req *spider.Request) []*http.Cookie {
+	var cs []*http.Cookie
+	switch m := req.Get(MetaCookies).(type) {
+	case map[string]any:
+		for k, v := range m {
+			cs = append(cs, &http.Cookie{Name: k, Value: fmt.Sprint(v), Path: "/"})
+		}
+	case map[string]string:
+		for k, v := range m {
+			cs = append(cs, &http.Cookie{Name: k, Value: v, Path: "/"})
+		}
+	}
+	return cs
 }
 
 // shallowWithHeader copies req with its own header map, so changes to the

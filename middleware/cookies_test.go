@@ -67,6 +67,10 @@ func TestCookiesKeptAcrossRedirectAndRequests(t *testing.T) {
 	if r.Header.Get("Cookie") != "mine=1" {
 		t.Errorf("the request held by outer middlewares was changed: %q", r.Header.Get("Cookie"))
 	}
+	r = spider.MustRequest(srv.URL+"/other", nil).Set(MetaCookies, map[string]string{"theme": "dark"}).Set(MetaCookieJar, "c")
+	if res, _ = ch.Fetch(ctx, r); string(res.Body) != "cookie=theme=dark" {
+		t.Errorf("cookies meta as map[string]string: %q", res.Body)
+	}
 	// COOKIES_DEBUG logs names, never values.
 	out := logs.String()
 	if !strings.Contains(out, "session=<") || strings.Contains(out, "s3cr3t") {
