@@ -579,3 +579,9 @@ func TestAwareRandomMultiScope(t *testing.T) {
 		}
 	}
 }
+
+// The throttler is what the queues are built for.
+var (
+	_ pqueue.Gate        = (*throttling.Throttler)(nil)
+	_ pqueue.QuotaSharer = (*throttling.Throttler)(nil)
+)
