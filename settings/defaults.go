@@ -39,10 +39,10 @@ func init() {
 		{Name: "CLOSESPIDER_ERRORCOUNT", Type: NonNegative(Int), Default: 0, Doc: "Close the spider after this many errors (0 = never)."},
 
 		{Name: "SCHEDULER", Type: String, Default: "ThrottlingAwareScheduler", Doc: "Registered scheduler: ThrottlingAwareScheduler (no head-of-line blocking) or Scheduler (engine-gated)."},
-		{Name: "SCHEDULER_PRIORITY_QUEUE", Type: String, Default: "ThrottlingAwarePriorityQueue", Doc: "Registered priority queue used by the scheduler."},
+		{Name: "SCHEDULER_PRIORITY_QUEUE", Type: String, Default: "ThrottlingAwarePriorityQueue", Doc: "Registered priority queue: ThrottlingAwarePriorityQueue (yields only requests whose scopes can send) or PriorityQueue (plain priority order; the engine-gated Scheduler uses it in place of ThrottlingAwarePriorityQueue)."},
 		{Name: "SCHEDULER_DEBUG", Type: Bool, Default: false, Doc: "Log scheduler decisions."},
 		{Name: "DUPEFILTER_DEBUG", Type: Bool, Default: false, Doc: "Log every filtered duplicate request, not only the first."},
-		{Name: "DEPTH_LIMIT", Type: NonNegative(Int), Default: 0, Doc: "Maximum link depth from the start requests (0 = no limit)."},
+		{Name: "DEPTH_LIMIT", Type: NonNegative(Int), Default: 0, Doc: "Maximum link depth from the start requests (0 = no limit); deeper requests are dropped by the scheduler and counted in scheduler/depth_limited."},
 		{Name: "DEPTH_PRIORITY", Type: Int, Default: 0, Doc: "Adjust priority by depth: positive = breadth-first, negative = depth-first."},
 		{Name: "DEPTH_STATS_VERBOSE", Type: Bool, Default: false, Doc: "Count requests per depth in the stats."},
 		{Name: "JOBDIR", Type: String, Default: "", Doc: "Folder holding the crawl's persistent state, for pause and resume (empty = in memory)."},
