@@ -10,6 +10,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/gocrawl/gocrawl/internal/clock"
 	"github.com/gocrawl/gocrawl/settings"
@@ -100,8 +101,11 @@ func (m *Monitor) Start(c Crawl) error {
 	if addr := m.set.String("METRICS_ADDR"); addr != "" {
 		reg := prometheus.NewRegistry()
 		exp := NewExporter(m.rec, ExporterOptions{States: c.Throttler(), Stats: cr.Stats, ScopeLimit: m.set.Int("METRICS_SCOPE_LABEL_LIMIT")})
-		if err := reg.Register(exp); err != nil {
-			return fmt.Errorf("metrics: %w", err)
+		for _, c := range []prometheus.Collector{exp, collectors.NewGoCollector(),
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+			if err := reg.Register(c); err != nil {
+				return fmt.Errorf("metrics: %w", err)
+			}
 		}
 		srv, err := Serve(addr, reg)
 		if err != nil {

@@ -133,7 +133,7 @@ func TestMonitorServesPrometheusDuringCrawl(t *testing.T) {
 	if sum != 3 || len(scopes) != 3 || !scopes["other"] {
 		t.Errorf("responses_total: sum %d over scopes %v, want 3 over two hosts and \"other\"", sum, scopes)
 	}
-	for _, name := range []string{"gocrawl_inflight", "gocrawl_queue_size", "gocrawl_items_total"} {
+	for _, name := range []string{"gocrawl_inflight", "gocrawl_queue_size", "gocrawl_items_total", "go_goroutines"} {
 		if _, ok := m[name]; !ok {
 			t.Errorf("%s not exported", name)
 		}

@@ -178,8 +178,8 @@ type Server struct {
 }
 
 // Serve listens on addr (METRICS_ADDR, e.g. "127.0.0.1:9410"; port 0 picks
-// a free one) and serves reg at /metrics until Close. The Go runtime and
-// process collectors are not added: register them in reg if you want them.
+// a free one) and serves reg at /metrics until Close. (Monitor registers
+// the Go runtime and process collectors beside the Exporter.)
 func Serve(addr string, reg *prometheus.Registry) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
