@@ -337,6 +337,25 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
 	next, stopStarts := iter.Pull2(e.sp.Start(ctx))
 	defer stopStarts()
+	// Jobs run on reused worker goroutines: a fresh goroutine per request
+	// would grow its stack through the middleware chains every time.
+	work := make(chan *scheduler.Job)
+	var workers sync.WaitGroup
+	defer func() {
+		close(work) // every job is finished: idle workers exit
+		workers.Wait()
+	}()
+	dispatch := func(job *scheduler.Job) {
+		select {
+		case work <- job: // an idle worker takes it
+		default:
+			workers.Go(func() {
+				for ; job != nil; job = <-work {
+					e.process(ctx, job)
+				}
+			})
+		}
+	}
 	startsDone := false
 	lowWater := max(4*e.maxInflight, 256)
 	// Callbacks run after their slot is freed; cap how many jobs may be
@@ -420,7 +439,7 @@ func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
 			inflight++
 			active++
 			e.stats.Max("engine/peak_inflight", float64(inflight))
-			go e.process(ctx, job)
+			dispatch(job)
 		}
 
 		// 3. Done?
