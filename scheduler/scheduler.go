@@ -6,6 +6,12 @@
 // plain Scheduler yields requests in priority order and leaves throttling
 // to the engine, which then waits on the scopes while holding a slot (the
 // "engine-gated" mode of the spec, kept for comparison).
+//
+// Both drop requests beyond DEPTH_LIMIT (stat scheduler/depth_limited) and
+// duplicates (package dupefilter, stat dupefilter/filtered), order by
+// Priority - Depth*DEPTH_PRIORITY, and keep their queue in a pqueue.Store:
+// in memory, or persistent storage registered with RegisterStorage (JOBDIR).
+// docs/architecture.md, "Scheduler", describes the data structures.
 package scheduler
 
 import (
