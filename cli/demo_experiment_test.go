@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,7 +62,7 @@ func TestDemoExperiment(t *testing.T) {
 	out.Reset()
 	writeExperimentTable(&out, runs)
 	table := out.String()
-	for _, want := range []string{"naive pool", "defaults", "rampup", "strict ok", "strict 429", "lenient peak in flight", "strict starts in first 500 ms", "wall time"} {
+	for _, want := range []string{"naive pool", "defaults", "rampup", "strict ok", "strict 429", "lenient peak in flight", "strict starts in first 500 ms", "wall time", "strict 429 share", "naive pool " + fmt.Sprint(runs[0].server["strict"].ByStatus[200]) + " of 20 pages"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
