@@ -120,9 +120,10 @@ func (j *Job) ResumeOffset(path string) (int64, bool, error) {
 // scheduler.Deps.Storage.
 func (j *Job) Storage(sp spider.Spider) (*scheduler.Storage, error) {
 	q, err := pebbleq.New(j.db, pebbleq.Options{
-		Codec:  Codec{Spider: sp},
-		Prefix: PrefixQueue,
-		OnAck:  j.recordFeeds,
+		Codec:      Codec{Spider: sp},
+		Prefix:     PrefixQueue,
+		OnAck:      j.recordFeeds,
+		AfterWrite: j.Written,
 	})
 	if err != nil {
 		return nil, err

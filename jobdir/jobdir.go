@@ -65,10 +65,13 @@ type Options struct {
 	// Reset deletes any existing state and starts a new job (JOBDIR_RESET,
 	// gocrawl run --fresh).
 	Reset bool
-	// SyncInterval is how often the write-ahead log is synced to disk while
-	// the job is open: the most work a power failure can cost. 0 means
-	// DefaultSyncInterval; a negative value disables periodic syncs (only
-	// Sync and Close sync).
+	// SyncInterval bounds how long a write waits for its WAL sync. Writes
+	// are committed without waiting for a sync (pebble.NoSync); a
+	// background syncer starts a sync as soon as a write was committed
+	// (Job.Written) and at least every SyncInterval, so syncs are grouped
+	// and the log reaches the disk within about one fsync of each write.
+	// 0 means DefaultSyncInterval; a negative value disables the syncer
+	// (only Sync and Close sync: for benchmarks and tests).
 	SyncInterval time.Duration
 	// Log receives notices (resuming, syncing problems).
 	Log zerolog.Logger
@@ -93,6 +96,7 @@ type Job struct {
 
 	stopSync chan struct{}
 	syncDone chan struct{}
+	dirty    chan struct{}
 	feeds    feeds
 
 	mu     sync.Mutex
@@ -171,6 +175,7 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 	if !opts.ReadOnly && opts.SyncInterval > 0 {
 		j.stopSync = make(chan struct{})
 		j.syncDone = make(chan struct{})
+		j.dirty = make(chan struct{}, 1)
 		go j.syncLoop(opts.SyncInterval)
 	}
 	return j, nil
@@ -367,6 +372,21 @@ func (j *Job) Sync() error {
 	return j.db.LogData(nil, pebble.Sync)
 }
 
+// Written tells the syncer that a write was committed: a WAL sync starts
+// soon, grouped with those of other writes. Without it a write is synced
+// within SyncInterval.
+func (j *Job) Written() {
+	if j.dirty == nil {
+		return
+	}
+	select {
+	case j.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// syncLoop syncs the WAL after writes (grouping those that arrive during
+// a sync) and at least every interval.
 func (j *Job) syncLoop(every time.Duration) {
 	defer close(j.syncDone)
 	t := time.NewTicker(every)
@@ -375,10 +395,11 @@ func (j *Job) syncLoop(every time.Duration) {
 		select {
 		case <-j.stopSync:
 			return
+		case <-j.dirty:
 		case <-t.C:
-			if err := j.Sync(); err != nil {
-				j.log.Error().Err(err).Str("jobdir", j.dir).Msg("syncing the job's log failed")
-			}
+		}
+		if err := j.Sync(); err != nil {
+			j.log.Error().Err(err).Str("jobdir", j.dir).Msg("syncing the job's log failed")
 		}
 	}
 }

@@ -81,6 +81,10 @@ type Options struct {
 	// the item feeds and record their offsets, so that a resumed crawl
 	// never loses the items of a request it will not fetch again.
 	OnAck func(b *pebble.Batch) error
+	// AfterWrite, when set, is called after each committed write (push,
+	// ack, promotion), outside the store's lock. The job directory uses it
+	// to start a WAL sync soon (see jobdir.Options.SyncInterval).
+	AfterWrite func()
 }
 
 // Store is a pqueue.Store kept in a Pebble database. Create it with New;
@@ -95,6 +99,7 @@ type Store struct {
 	hb     int
 	maxBuf int
 	onAck  func(b *pebble.Batch) error
+	after  func()
 
 	seen *Set // fingerprints written with each push
 
@@ -145,7 +150,7 @@ func New(db *pebble.DB, o Options) (*Store, error) {
 	}
 	p := []byte(o.Prefix)
 	return &Store{
-		db: db, codec: o.Codec, hb: o.HeadBuffer, maxBuf: o.MaxBuffered, onAck: o.OnAck,
+		db: db, codec: o.Codec, hb: o.HeadBuffer, maxBuf: o.MaxBuffered, onAck: o.OnAck, after: o.AfterWrite,
 		qp: append(slices.Clip(p), 'q'), dp: append(slices.Clip(p), 'd'), np: append(slices.Clip(p), 'n'),
 	}, nil
 }
@@ -245,6 +250,9 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 	reqBytes, err := s.codec.Encode(e.Req)
 	if err != nil {
 		return err
+	}
+	if s.after != nil {
+		defer s.after()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -421,6 +429,9 @@ func (s *Store) Reserve(ctx context.Context, queue string) (pqueue.Entry, error)
 
 // Ack implements pqueue.Store: the entry is deleted from disk.
 func (s *Store) Ack(ctx context.Context, id pqueue.ID) error {
+	if s.after != nil {
+		defer s.after()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.open {
