@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocrawl/gocrawl/jobdir"
 	"github.com/gocrawl/gocrawl/pqueue"
+	"github.com/gocrawl/gocrawl/pqueue/pebbleq"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
 )
@@ -33,6 +35,22 @@ func benchEntry(i int) *pqueue.Entry {
 	r.Depth = 3
 	r.Set("retry_times", 0)
 	return &pqueue.Entry{Info: pqueue.Info{Queue: host, Priority: i % 3, Scopes: throttling.Scopes{{Name: host}}}, Req: r}
+}
+
+// openSyncedStore opens a store as a crawl does: the job's background
+// syncer runs and every write asks it for a WAL sync.
+func openSyncedStore(b *testing.B, dir string) *jobStore {
+	j, err := jobdir.Open(dir, "test", jobdir.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: jobdir.Codec{Spider: &testSpider{}}, Prefix: jobdir.PrefixQueue, AfterWrite: j.Written})
+	if err != nil {
+		b.Fatal(err)
+	}
+	js := &jobStore{Store: s, job: j, dir: dir}
+	b.Cleanup(func() { js.Store.Close(context.Background()); js.job.Close() })
+	return js
 }
 
 func peakRSSMB() float64 {
@@ -73,7 +91,7 @@ func BenchmarkQueueMillions(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		dir := b.TempDir()
-		s := openStore(b, dir, 0)
+		s := openSyncedStore(b, dir)
 		if err := s.Open(ctx); err != nil {
 			b.Fatal(err)
 		}
@@ -125,7 +143,7 @@ func BenchmarkQueueMillions(b *testing.B) {
 // + ack) one.
 func BenchmarkPushPopSteady(b *testing.B) {
 	ctx := context.Background()
-	s := openStore(b, b.TempDir(), 0)
+	s := openSyncedStore(b, b.TempDir())
 	if err := s.Open(ctx); err != nil {
 		b.Fatal(err)
 	}
