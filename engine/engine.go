@@ -466,6 +466,12 @@ func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
 			}
 			timerC = timer.C()
 		}
+		// A scope can free up without an event here (a download outside
+		// the scheduler, a shortened delay): the scheduler says so.
+		var changed <-chan struct{}
+		if n, ok := e.sched.(scheduler.Notifier); ok && stopping == "" && (e.maxInflight == 0 || inflight < e.maxInflight) {
+			changed = n.Changed()
+		}
 		select {
 		case ev := <-e.events:
 			// Drain what is already there before scheduling again.
@@ -502,6 +508,7 @@ func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
 			done = nil
 			e.Stop("shutdown")
 		case <-poll:
+		case <-changed:
 		}
 	}
 }
