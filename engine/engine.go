@@ -569,7 +569,7 @@ func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 		job.SentAt, job.Admitted = sentAt, true
 	}
 
-	res, err := e.fetch.Fetch(context.WithValue(dctx, runKey{}, r), job.Req)
+	res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(dctx, runKey{}, r), job.SentAt), job.Req)
 	if !r.reported {
 		// A middleware answered without downloading (cache) or dropped
 		// the request: free the scopes without feedback.
@@ -694,7 +694,7 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 			return nil, err
 		}
 		r := &run{job: &scheduler.Job{Req: req, Scopes: scopes, Admitted: true, SentAt: sentAt}}
-		res, err := e.fetch.Fetch(context.WithValue(ctx, runKey{}, r), req)
+		res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(ctx, runKey{}, r), sentAt), req)
 		if !r.reported {
 			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
 		}

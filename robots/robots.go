@@ -20,8 +20,9 @@
 //     ROBOTSTXT_ERROR_RETRY seconds; the first request after that fetches
 //     robots.txt again. Requests dropped meanwhile are counted under
 //     engine/dropped/robots.txt and robotstxt/unreachable.
-//   - A request admitted while its origin's robots.txt was being fetched,
-//     whose robots.txt turns out to set a Crawl-delay, is rescheduled once
+//   - A request admitted before its origin's robots.txt was known (while
+//     it was being fetched), whose robots.txt turns out to set a
+//     Crawl-delay, is rescheduled once
 //     (a *middleware.RescheduleError, stats robotstxt/rescheduled_for_crawl_delay)
 //     instead of sent, so the Crawl-delay holds from the very first
 //     requests rather than after a burst of them.
@@ -98,8 +99,16 @@ type entry struct {
 	ready   chan struct{} // closed when data/unreachable are set
 	data    *robotstxt.RobotsData
 	unreach bool
-	delayed bool // a Crawl-delay was applied to the host's scope
+	delayed bool      // a Crawl-delay was applied to the host's scope
+	readyAt time.Time // when the Crawl-delay was applied (crawl clock)
 	expires time.Time
+}
+
+// admittedBefore reports whether the request being fetched under ctx was
+// admitted by the throttler before t.
+func admittedBefore(ctx context.Context, t time.Time) bool {
+	at, ok := throttling.SentAtFrom(ctx)
+	return ok && at.Before(t)
 }
 
 // New builds the middleware for a crawl. The crawler's Throttler receives
@@ -113,6 +122,9 @@ func New(c *spider.Crawler) (*Middleware, error) {
 		now: time.Now, fetchFunc: c.Download, entries: map[string]*list.Element{}, order: list.New()}
 	if d, ok := c.Throttler.(DelaySetter); ok {
 		m.delays = d
+	}
+	if c, ok := c.Throttler.(interface{ Now() time.Time }); ok {
+		m.now = c.Now // the crawl's clock, the time base of admissions
 	}
 	return m, nil
 }
@@ -165,7 +177,7 @@ func (m *Middleware) Check(ctx context.Context, req *spider.Request) error {
 		m.stat("robotstxt/forbidden")
 		return &middleware.DropError{Reason: DropReason, Err: ErrDisallowed}
 	}
-	if waited && e.delayed {
+	if e.delayed && (waited || admittedBefore(ctx, e.readyAt)) {
 		// Admitted before the origin's Crawl-delay was known: send it again
 		// through the scheduler so the delay holds from the first request.
 		m.stat("robotstxt/rescheduled_for_crawl_delay")
@@ -286,6 +298,7 @@ func (m *Middleware) fetch(ctx context.Context, e *entry, from *spider.Request) 
 	}
 	e.data, e.expires = data, now.Add(CacheTTL)
 	e.delayed = m.applyDelay(data, from)
+	e.readyAt = m.now()
 }
 
 func (m *Middleware) applyDelay(data *robotstxt.RobotsData, req *spider.Request) bool {

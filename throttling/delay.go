@@ -1,6 +1,7 @@
 package throttling
 
 import (
+	"context"
 	"time"
 
 	"github.com/gocrawl/gocrawl/settings"
@@ -35,3 +36,23 @@ func TakeRequestDelay(req *spider.Request) time.Duration {
 	}
 	return time.Duration(f.(float64) * float64(time.Second))
 }
+
+type sentAtKey struct{}
+
+// WithSentAt returns ctx carrying the time the request being fetched was
+// admitted by the throttler. The engine sets it around the downloader
+// middlewares, so a middleware can tell whether a request was admitted
+// before a change of its scope's configuration (see package robots).
+func WithSentAt(ctx context.Context, sentAt time.Time) context.Context {
+	return context.WithValue(ctx, sentAtKey{}, sentAt)
+}
+
+// SentAtFrom returns the admission time set by WithSentAt.
+func SentAtFrom(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(sentAtKey{}).(time.Time)
+	return t, ok && !t.IsZero()
+}
+
+// Now returns the throttler's clock time (the crawl's clock), the time
+// base of admission times.
+func (t *Throttler) Now() time.Time { return t.clock.Now() }

@@ -139,6 +139,62 @@ func TestE2EBackoffOn429WithoutHeaders(t *testing.T) {
 	}
 }
 
+// Download errors of a BACKOFF_EXCEPTIONS kind back off like 429s:
+// truncated bodies (ResponseDataLossError) from simsite's fault
+// injection. (Resets are not used: net/http silently re-sends a GET whose
+// reused connection was reset, which blurs server-side timing.)
+func TestE2EBackoffOnDownloadErrors(t *testing.T) {
+	t.Parallel()
+	srv, err := simsite.Start(context.Background(), simsite.Config{Hosts: []simsite.HostConfig{{
+		Name: "faulty",
+		Faults: []simsite.FaultConfig{
+			{Kind: simsite.FaultTruncate, PathPrefix: "/p/0"},
+			{Kind: simsite.FaultTruncate, PathPrefix: "/p/1"},
+		},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	res := crawl(t, &listSpider{urls: urls(srv.URL("faulty"), 4)}, "SCHEDULER", "Scheduler",
+		"CONCURRENT_REQUESTS_PER_DOMAIN", 1, "BACKOFF_MIN_DELAY", 0.1)
+	all := srv.Records().Host("faulty")
+	sort.Slice(all, func(i, j int) bool { return all[i].Start.Before(all[j].Start) })
+	// net/http re-sends a GET at once, by itself, when a reused connection
+	// is reset before any answer: that is one attempt, keep its last try.
+	var recs simsite.Records
+	for i, r := range all {
+		if i+1 < len(all) && all[i+1].Path == r.Path && all[i+1].Start.Sub(r.Start) < 20*time.Millisecond {
+			continue
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) < 4 {
+		t.Fatalf("%d requests, want at least 4 (stats %v)", len(recs), res.Stats)
+	}
+	// After the n-th faulty answer the next request waits at least
+	// 0.1 s * 2^(n-1); every gap after the first fault is at least 0.1 s.
+	faults := 0
+	for i := 0; i+1 < len(recs); i++ {
+		if recs[i].Fault != "" {
+			faults++
+		}
+		if faults == 0 {
+			continue
+		}
+		want := 100 * time.Millisecond
+		if recs[i].Fault != "" {
+			want <<= faults - 1
+		}
+		if g := recs[i+1].Start.Sub(recs[i].Start); g < want*95/100 {
+			t.Errorf("gap after %s (%q) = %v, want at least %v", recs[i].Path, recs[i].Fault, g, want)
+		}
+	}
+	if res.Stats["downloader/exception_type_count/ResponseDataLossError"] != 2 {
+		t.Errorf("exception stats: %v", res.Stats)
+	}
+}
+
 // 429/503 with Retry-After (both forms) and RateLimit-Reset: no request
 // reaches the host before the announced time.
 func TestE2EServerDelays(t *testing.T) {
