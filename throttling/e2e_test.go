@@ -289,7 +289,12 @@ func TestE2EStartRate(t *testing.T) {
 // robots.txt through the engine: fetched once, disallowed requests
 // dropped and counted, Crawl-delay holds from the first request.
 func TestE2ERobotsTxt(t *testing.T) {
-	t.Parallel()
+	for _, sched := range schedulers {
+		t.Run(sched, func(t *testing.T) { t.Parallel(); testRobotsTxt(t, sched) })
+	}
+}
+
+func testRobotsTxt(t *testing.T, sched string) {
 	srv, err := simsite.Start(context.Background(), simsite.Config{Hosts: []simsite.HostConfig{{
 		Name:   "polite",
 		Robots: simsite.RobotsConfig{CrawlDelay: 300 * time.Millisecond, Disallow: []string{"/p/private"}},
@@ -299,7 +304,7 @@ func TestE2ERobotsTxt(t *testing.T) {
 	}
 	defer srv.Close()
 	u := append(urls(srv.URL("polite"), 4), srv.URL("polite")+"/p/private1", srv.URL("polite")+"/p/private2")
-	res := crawl(t, &listSpider{urls: u}, "ROBOTSTXT_OBEY", true, "CONCURRENT_REQUESTS_PER_DOMAIN", 8)
+	res := crawl(t, &listSpider{urls: u}, "SCHEDULER", sched, "ROBOTSTXT_OBEY", true, "CONCURRENT_REQUESTS_PER_DOMAIN", 8)
 	recs := srv.Records().Host("polite")
 	var pages []time.Time
 	robots := 0
