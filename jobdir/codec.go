@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -86,7 +88,7 @@ func (c Codec) Append(dst []byte, req *spider.Request) ([]byte, error) {
 			return dst, &EncodeError{Request: req.String(), Field: "Callback", Err: errors.New("codec has no spider to name callbacks")}
 		}
 		if req.Callback != nil {
-			n, err := spider.FuncName(c.Spider, req.Callback)
+			n, err := funcName(c.Spider, req.Callback)
 			if err != nil {
 				return dst, &EncodeError{Request: req.String(), Field: "Callback", Err: err}
 			}
@@ -96,7 +98,7 @@ func (c Codec) Append(dst []byte, req *spider.Request) ([]byte, error) {
 			cbName = n
 		}
 		if req.Errback != nil {
-			n, err := spider.FuncName(c.Spider, req.Errback)
+			n, err := funcName(c.Spider, req.Errback)
 			if err != nil {
 				return dst, &EncodeError{Request: req.String(), Field: "Errback", Err: err}
 			}
@@ -210,6 +212,34 @@ func (c Codec) Decode(data []byte) (*spider.Request, error) {
 	}
 	req.URL = u
 	return req, nil
+}
+
+type funcKey struct {
+	spider reflect.Type
+	pc     uintptr
+}
+
+type funcResult struct {
+	name string
+	err  error
+}
+
+// funcNames caches spider.FuncName, which costs a reflective method
+// lookup: a crawl names the same few callbacks millions of times.
+var funcNames sync.Map // funcKey -> funcResult
+
+func funcName(sp spider.Spider, fn any) (string, error) {
+	v := reflect.ValueOf(fn)
+	if !v.IsValid() || v.IsNil() {
+		return "", nil
+	}
+	k := funcKey{reflect.TypeOf(sp), v.Pointer()}
+	if r, ok := funcNames.Load(k); ok {
+		return r.(funcResult).name, r.(funcResult).err
+	}
+	name, err := spider.FuncName(sp, fn)
+	funcNames.Store(k, funcResult{name, err})
+	return name, err
 }
 
 // Value tags of the meta encoding. Each Go type has its own tag so that a

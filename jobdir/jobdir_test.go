@@ -295,3 +295,42 @@ func TestTwoProcessesOnOneJob(t *testing.T) {
 	}
 	mustOpen(t, dir, "books", Options{}).Close()
 }
+
+func TestResumeOffset(t *testing.T) {
+	dir := t.TempDir()
+	feedPath := filepath.Join(dir, "items.jsonl")
+	j := mustOpen(t, filepath.Join(dir, "job"), "books", Options{})
+	defer j.Close()
+	if _, ok, err := j.ResumeOffset(feedPath); ok || err != nil {
+		t.Fatalf("no saved offset: ok=%v err=%v", ok, err)
+	}
+	content := "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n"
+	if err := os.WriteFile(feedPath, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		saved int64
+		file  string
+		want  int64
+	}{
+		{"file longer than saved: cut back", 16, content, 16},
+		{"file equal", int64(len(content)), content, int64(len(content))},
+		{"file shorter (power failure): last complete line", 24, "{\"a\":1}\n{\"a\":2}\n{\"a", 16},
+		{"file shorter, no complete line", 24, "{\"a", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(feedPath, []byte(tc.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := j.SaveFeedOffset(feedPath, tc.saved); err != nil {
+				t.Fatal(err)
+			}
+			got, ok, err := j.ResumeOffset(feedPath)
+			if err != nil || !ok || got != tc.want {
+				t.Fatalf("ResumeOffset = %d %v %v, want %d", got, ok, err, tc.want)
+			}
+		})
+	}
+}
