@@ -601,6 +601,11 @@ func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 			e.callbackError(ctx, res, herr, out)
 		}
 	}
+	if e.abortCtx.Err() != nil {
+		// Aborted while the callback ran: it may not have produced all its
+		// requests, so a persistent queue keeps the job (at least once).
+		ack = false
+	}
 }
 
 // fetchAndReport is the innermost fetcher: the real download, reported to

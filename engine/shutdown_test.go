@@ -237,6 +237,35 @@ func TestAbortCancelsDownloadsAndKeepsJobsUnacknowledged(t *testing.T) {
 	}
 }
 
+func TestAbortDuringCallbackKeepsTheJob(t *testing.T) {
+	checkGoroutines(t)
+	srv := linkSite(t, 4)
+	inCallback := make(chan struct{})
+	sp := namedSpider{newURLsSpider(srv.URL + "/p/0"), "abort-callback-test"}
+	sp.onPage = func(ctx context.Context, _ *spider.Response) error {
+		close(inCallback)
+		<-ctx.Done() // Abort cancels the callback's context
+		return ctx.Err()
+	}
+	e, err := New(sp, testSettings(t, "SCHEDULER", "engine-test-recording"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := testSchedulers.Load("abort-callback-test")
+	rs := v.(*recordingScheduler)
+	done := runAsync(e, context.Background())
+	<-inCallback
+	e.Abort()
+	if r := <-done; r.err != nil || r.res.Reason != "aborted" {
+		t.Fatalf("Run = %+v, %v", r.res, r.err)
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if len(rs.acked) != 0 {
+		t.Errorf("a job whose callback was cut short by Abort was acknowledged: %v", rs.acked)
+	}
+}
+
 func TestAbortAfterStop(t *testing.T) {
 	checkGoroutines(t)
 	site, base := newBlockingSite(t)
