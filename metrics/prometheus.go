@@ -33,13 +33,15 @@ const OtherScope = "other"
 //	gocrawl_download_errors_total{kind}     counter  download errors by downloader error kind
 //	gocrawl_scope_delay_seconds{scope}      gauge    the throttler's current delay
 //	gocrawl_scope_backoff_level{scope}      gauge    the throttler's backoff level
+//	gocrawl_scope_blocked_seconds{scope}    gauge    time left of a Retry-After (or other hard delay)
 //	gocrawl_queue_size                      gauge    requests waiting in the scheduler
 //	gocrawl_items_total                     counter  items scraped
 //
 // Scope label cardinality is bounded: the first limit scopes (chosen by
 // requests among the scopes present at the scrapes that still had free
 // labels) keep their own label for the whole crawl, and every later scope
-// is summed under scope="other" (max for delay and backoff level). A scope
+// is summed under scope="other" (max for delay, backoff level and blocked
+// time). A scope
 // never moves between labels, so every counter series stays monotonic.
 type Exporter struct {
 	rec    *Recorder
@@ -51,7 +53,7 @@ type Exporter struct {
 	mu       sync.Mutex
 	labelled map[string]bool
 
-	inflight, inflightScope, admissions, responses, http429, dlErrors, delay, level, queueSize, items *prometheus.Desc
+	inflight, inflightScope, admissions, responses, http429, dlErrors, delay, level, blocked, queueSize, items *prometheus.Desc
 }
 
 // ExporterOptions are the optional sources of an Exporter.
@@ -87,6 +89,7 @@ func NewExporter(rec *Recorder, opts ExporterOptions) *Exporter {
 		dlErrors:      d("download_errors_total", "Download errors (timeouts, connection failures) by error kind.", "kind"),
 		delay:         d("scope_delay_seconds", "Current delay between requests of a throttling scope.", "scope"),
 		level:         d("scope_backoff_level", "Current backoff level of a throttling scope (0 = not backing off).", "scope"),
+		blocked:       d("scope_blocked_seconds", "Time left before a throttling scope may send again after a Retry-After, RateLimit-Reset or DelayScope.", "scope"),
 		queueSize:     d("queue_size", "Requests waiting in the scheduler."),
 		items:         d("items_total", "Items scraped."),
 	}
@@ -95,7 +98,7 @@ func NewExporter(rec *Recorder, opts ExporterOptions) *Exporter {
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{e.inflight, e.inflightScope, e.admissions, e.responses, e.http429,
-		e.dlErrors, e.delay, e.level, e.queueSize, e.items} {
+		e.dlErrors, e.delay, e.level, e.blocked, e.queueSize, e.items} {
 		ch <- d
 	}
 }
@@ -104,7 +107,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 type scopeAgg struct {
 	inflight, r429 int64
 	statuses       map[int]int64
-	delay          float64
+	delay, blocked float64
 	level          int
 }
 
@@ -146,6 +149,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		}
 		a.delay = max(a.delay, sc.Delay.Seconds())
 		a.level = max(a.level, sc.BackoffLevel)
+		a.blocked = max(a.blocked, sc.BlockedFor.Seconds())
 	}
 	e.mu.Unlock()
 	for label, a := range aggs {
@@ -153,6 +157,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		counter(e.http429, float64(a.r429), label)
 		gauge(e.delay, a.delay, label)
 		gauge(e.level, float64(a.level), label)
+		gauge(e.blocked, a.blocked, label)
 		codes := slices.Sorted(maps.Keys(a.statuses))
 		for _, code := range codes {
 			counter(e.responses, float64(a.statuses[code]), label, strconv.Itoa(code))

@@ -58,7 +58,7 @@ func TestExporterBoundsScopeLabels(t *testing.T) {
 	st.Set("scheduler/enqueued", 50)
 	st.Set("scheduler/dequeued", 38)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewExporter(rec, ExporterOptions{Stats: st, ScopeLimit: 2, States: fakeStates{{Scope: "c.example", Delay: 4, BackoffLevel: 2}}}))
+	reg.MustRegister(NewExporter(rec, ExporterOptions{Stats: st, ScopeLimit: 2, States: fakeStates{{Scope: "c.example", Delay: 4, BackoffLevel: 2, BlockedUntil: t0.Add(1500 * time.Millisecond)}}}))
 
 	hit("a.example", 5, 200)
 	hit("b.example", 3, 429)

@@ -94,6 +94,10 @@ type ScopeSnapshot struct {
 	// scope, when ThrottleStates were given (0 otherwise).
 	Delay        time.Duration `json:"delay_ns"`
 	BackoffLevel int           `json:"backoff_level"`
+	// BlockedFor is how much longer a hard delay announced by the server
+	// (Retry-After, RateLimit-Reset) or set by DelayScope holds the scope
+	// back, at the snapshot time.
+	BlockedFor time.Duration `json:"blocked_ns,omitempty"`
 }
 
 // Snapshot is a consistent-enough copy of a Recorder's measurements (each
@@ -198,6 +202,9 @@ func (s *scopeState) snapshot(now time.Time, insp scopeStates) ScopeSnapshot {
 	st, known := insp[s.name]
 	if known {
 		out.Delay, out.BackoffLevel = time.Duration(st.Delay*float64(time.Second)), st.BackoffLevel
+		if st.BlockedUntil.After(now) {
+			out.BlockedFor = st.BlockedUntil.Sub(now)
+		}
 	}
 	if s.inflight == 0 && !s.backoffSince.IsZero() && known && (st.BackoffLevel > 0 || now.Before(st.BlockedUntil)) && now.After(s.backoffSince) {
 		// Backing off right now: count the pause so far, since the
