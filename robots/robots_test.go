@@ -16,6 +16,7 @@ import (
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
 type delays struct {
@@ -163,8 +164,11 @@ func TestConcurrentFirstRequestsShareOneFetch(t *testing.T) {
 	m, _, _ := newMiddleware(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
+	admitted := throttling.WithSentAt(context.Background(), time.Now())
 	for i := range 20 {
-		wg.Go(func() { errs <- check(m, fmt.Sprintf("%s/p/%d", s.srv.URL, i)) })
+		wg.Go(func() {
+			errs <- m.Check(admitted, spider.MustRequest(fmt.Sprintf("%s/p/%d", s.srv.URL, i), nil))
+		})
 	}
 	for s.fetches.Load() == 0 {
 		time.Sleep(time.Millisecond)
@@ -173,7 +177,8 @@ func TestConcurrentFirstRequestsShareOneFetch(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		// Every one of them was admitted before the Crawl-delay was known.
+		// Every one of them was admitted before the Crawl-delay was known
+		// (whether it waited for the fetch or reached the check later).
 		var resched *middleware.RescheduleError
 		if !errors.As(err, &resched) {
 			t.Errorf("%v, want a reschedule (Crawl-delay learnt while waiting)", err)
