@@ -8,15 +8,22 @@
 //     rate allows (MAX_STARTS_PER_SECOND), the loop asks the scheduler for
 //     the next request whose scopes are ready (Next). If none is ready it
 //     sleeps until the scheduler's wake time, a completion, or a new request.
-//  3. A worker goroutine downloads the request through the downloader
-//     middlewares. The innermost step reports the response or error to the
-//     throttler (backoff, Retry-After, ...) and to observers (metrics).
+//  3. A worker goroutine (idle workers are reused, so their stacks stay
+//     grown) downloads the request through the downloader middlewares.
+//     The innermost step reports the response or error to the throttler
+//     (backoff, Retry-After, ...) and to observers (metrics).
 //  4. The slot is freed; the worker passes the response through the spider
 //     middlewares to the callback, whose items go through the item
 //     pipelines and whose requests go back to step 1.
 //  5. When the callback has finished and its requests are enqueued, the job
 //     is acknowledged to the scheduler (a persistent queue forgets it only
 //     then), and the loop ends when nothing is queued or running.
+//
+// Stopping: Stop (or cancelling Run's ctx) takes effect before the next
+// request starts; jobs still waiting for throttling admission give up their
+// slot unacknowledged, and in-flight downloads and their callbacks finish.
+// Abort also cancels in-flight downloads and callbacks; their jobs are not
+// acknowledged, so a persistent queue hands them out again (at least once).
 package engine
 
 import (
