@@ -7,11 +7,13 @@ package throttling_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -422,5 +424,20 @@ func TestE2ERampupConverges(t *testing.T) {
 	}
 	if perWindow > 4 {
 		t.Errorf("%.2f 429s per window, want about the target of 1 (at most 4)", perWindow)
+	}
+}
+
+// A bad THROTTLING_SCOPES entry stops the crawl at start-up, before any
+// request, with an error naming the scope and the key.
+func TestE2EConfigErrorAtStartup(t *testing.T) {
+	s := settings.New()
+	if err := s.Set("THROTTLING_SCOPES", map[string]any{"api.example": map[string]any{"rampup": map[string]any{"delay_factor": 2}}},
+		settings.SourceFile, "gocrawl.yaml:3"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := engine.New(&listSpider{}, s, engine.Options{})
+	if err == nil || !errors.Is(err, throttling.ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), `scope "api.example"`) || !strings.Contains(err.Error(), `key "rampup.delay_factor"`) {
+		t.Fatalf("engine.New error = %v, want the scope and key named", err)
 	}
 }
