@@ -179,11 +179,15 @@ func (d *Downloader) newTransport() *http.Transport {
 
 type proxyKey struct{}
 
+// proxyFor returns the proxy set by the request's proxy meta, and no proxy
+// otherwise: the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) is read by
+// the HttpProxy middleware, which sets the meta, so HTTPPROXY_ENABLED=false
+// really means no proxy.
 func proxyFor(r *http.Request) (*url.URL, error) {
 	if p, ok := r.Context().Value(proxyKey{}).(*url.URL); ok {
 		return p, nil
 	}
-	return http.ProxyFromEnvironment(r)
+	return nil, nil
 }
 
 // Fetch downloads req and returns the response with its body read,
@@ -202,7 +206,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	if p, ok := req.Get(MetaProxy).(string); ok && p != "" {
 		pu, err := url.Parse(p)
 		if err != nil {
-			return nil, &Error{Kind: ErrDownloadFailed, URL: req.URL.String(), Err: fmt.Errorf("invalid proxy meta: %v", err)}
+			return nil, &Error{Kind: ErrDownloadFailed, URL: req.URL.Redacted(), Err: errors.New("invalid proxy meta (not a URL)")}
 		}
 		ctx = context.WithValue(ctx, proxyKey{}, pu)
 	}
@@ -212,7 +216,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	}
 	hreq, err := http.NewRequestWithContext(ctx, req.GetMethod(), req.URL.String(), body)
 	if err != nil {
-		return nil, &Error{Kind: ErrDownloadFailed, URL: req.URL.String(), Err: err}
+		return nil, &Error{Kind: ErrDownloadFailed, URL: req.URL.Redacted(), Err: err}
 	}
 	for k, vs := range req.Header {
 		hreq.Header[k] = vs
@@ -235,7 +239,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 		warnSize = int64(v)
 	}
 	if maxSize > 0 && hres.ContentLength > maxSize {
-		return nil, &Error{Kind: ErrResponseTooLarge, URL: req.URL.String(),
+		return nil, &Error{Kind: ErrResponseTooLarge, URL: req.URL.Redacted(),
 			Err: fmt.Errorf("Content-Length %d exceeds the maximum size %d (DOWNLOAD_MAXSIZE)", hres.ContentLength, maxSize)}
 	}
 
@@ -250,7 +254,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	if d.opts.Compression && req.GetMethod() != http.MethodHead {
 		r, err = decoder(hres.Header.Get("Content-Encoding"), r)
 		if err != nil {
-			return nil, &Error{Kind: ErrDownloadFailed, URL: req.URL.String(), Err: err}
+			return nil, &Error{Kind: ErrDownloadFailed, URL: req.URL.Redacted(), Err: err}
 		}
 		if hres.Header.Get("Content-Encoding") != "" {
 			hres.Header.Del("Content-Encoding")
@@ -271,11 +275,11 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 		}
 	}
 	if limit > 0 && n > limit {
-		return nil, &Error{Kind: ErrResponseTooLarge, URL: req.URL.String(),
+		return nil, &Error{Kind: ErrResponseTooLarge, URL: req.URL.Redacted(),
 			Err: fmt.Errorf("body exceeds the maximum size %d bytes (DOWNLOAD_MAXSIZE)", maxSize)}
 	}
 	if warnSize > 0 && n > warnSize {
-		d.opts.Log.Warn().Str("url", req.URL.String()).Int64("bytes", n).Int64("warnsize", warnSize).
+		d.opts.Log.Warn().Str("url", req.URL.Redacted()).Int64("bytes", n).Int64("warnsize", warnSize).
 			Msg("response is larger than DOWNLOAD_WARNSIZE")
 	}
 	res.Body = buf.Bytes()
@@ -358,7 +362,7 @@ func newDeflateReader(r io.Reader) io.Reader {
 
 // classify wraps a transport or body error in an *Error of the right kind.
 func classify(ctx context.Context, req *spider.Request, err error) error {
-	u := req.URL.String()
+	u := req.URL.Redacted()
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) ||

@@ -492,7 +492,7 @@ func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
 					active--
 					if ev.ack {
 						if err := e.sched.Done(ctx, ev.job); err != nil {
-							e.log.Error().Err(err).Str("url", ev.job.Req.URL.String()).Msg("scheduler could not acknowledge a finished request")
+							e.log.Error().Err(err).Str("url", ev.job.Req.URL.Redacted()).Msg("scheduler could not acknowledge a finished request")
 						}
 					}
 				}
@@ -527,7 +527,7 @@ func (e *Engine) enqueue(ctx context.Context, req *spider.Request) {
 	ok, err := e.sched.Enqueue(ctx, req)
 	if err != nil {
 		e.stats.Inc("scheduler/rejected", 1)
-		e.log.Error().Err(err).Str("url", req.URL.String()).Msg("request rejected by the scheduler")
+		e.log.Error().Err(err).Str("url", req.URL.Redacted()).Msg("request rejected by the scheduler")
 		return
 	}
 	_ = ok
@@ -763,7 +763,7 @@ func (e *Engine) callbackError(ctx context.Context, res *spider.Response, err er
 		return
 	}
 	e.stats.Inc("spider_exceptions/count", 1)
-	ev := e.log.Error().Err(err).Str("url", res.URL.String())
+	ev := e.log.Error().Err(err).Str("url", res.URL.Redacted())
 	var p *CallbackPanic
 	if errors.As(err, &p) {
 		ev = ev.Str("stack", string(p.Stack))
@@ -780,13 +780,13 @@ func (e *Engine) failed(ctx context.Context, req *spider.Request, err error, out
 		e.dropped(ctx, req, drop, out)
 		return
 	}
-	e.log.Warn().Err(err).Str("url", req.URL.String()).Msg("download failed")
+	e.log.Warn().Err(err).Str("url", req.URL.Redacted()).Msg("download failed")
 	e.errback(ctx, req, err, out)
 }
 
 func (e *Engine) dropped(ctx context.Context, req *spider.Request, drop *middleware.DropError, out spider.Output) {
 	e.stats.Inc("engine/dropped/"+drop.Reason, 1)
-	e.log.Debug().Str("url", req.URL.String()).Str("reason", drop.Reason).Msg("request dropped")
+	e.log.Debug().Str("url", req.URL.Redacted()).Str("reason", drop.Reason).Msg("request dropped")
 	e.errback(ctx, req, drop, out)
 }
 
@@ -798,12 +798,12 @@ func (e *Engine) errback(ctx context.Context, req *spider.Request, err error, ou
 	defer func() {
 		if v := recover(); v != nil {
 			e.stats.Inc("spider_exceptions/panic", 1)
-			e.log.Error().Interface("panic", v).Str("stack", string(debug.Stack())).Str("url", req.URL.String()).Msg("errback panicked")
+			e.log.Error().Interface("panic", v).Str("stack", string(debug.Stack())).Str("url", req.URL.Redacted()).Msg("errback panicked")
 		}
 	}()
 	if ebErr := eb(ctx, req, err, out); ebErr != nil {
 		e.stats.Inc("spider_exceptions/count", 1)
-		e.log.Error().Err(ebErr).Str("url", req.URL.String()).Msg("errback failed")
+		e.log.Error().Err(ebErr).Str("url", req.URL.Redacted()).Msg("errback failed")
 	}
 }
 
