@@ -34,6 +34,14 @@ type Set interface {
 	Close(ctx context.Context) error
 }
 
+// Forgetter is implemented by sets that can take a fingerprint back: the
+// scheduler forgets the fingerprint of a request it recorded but then could
+// not queue (unpersistable, invalid scopes), so that a later valid request
+// for the same resource is not dropped as a duplicate of nothing.
+type Forgetter interface {
+	Forget(ctx context.Context, fp Fingerprint) error
+}
+
 // MemorySet is a Set kept in a Go map: about 40 bytes per fingerprint
 // (see docs/performance.md), lost when the process ends.
 type MemorySet struct {
@@ -53,6 +61,14 @@ func (s *MemorySet) Add(ctx context.Context, fp Fingerprint) (bool, error) {
 	}
 	s.m[fp] = struct{}{}
 	return false, nil
+}
+
+// Forget implements Forgetter.
+func (s *MemorySet) Forget(ctx context.Context, fp Fingerprint) error {
+	s.mu.Lock()
+	delete(s.m, fp)
+	s.mu.Unlock()
+	return nil
 }
 
 // Len implements Set.

@@ -57,5 +57,18 @@ func (f *Filter) Seen(ctx context.Context, req *spider.Request) (bool, error) {
 	return true, nil
 }
 
+// Forget takes back the fingerprint Seen recorded for req, when req could
+// not be queued after all. It does nothing for DontFilter requests or sets
+// that cannot forget.
+func (f *Filter) Forget(ctx context.Context, req *spider.Request) error {
+	if req.DontFilter {
+		return nil
+	}
+	if fg, ok := f.set.(Forgetter); ok {
+		return fg.Forget(ctx, Of(req))
+	}
+	return nil
+}
+
 // Close closes the underlying set.
 func (f *Filter) Close(ctx context.Context) error { return f.set.Close(ctx) }

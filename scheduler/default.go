@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/gocrawl/gocrawl/dupefilter"
@@ -80,18 +81,27 @@ func (s *scheduler) Enqueue(ctx context.Context, req *spider.Request) (bool, err
 	}
 	scopes, err := s.d.Gate.Scopes(ctx, req)
 	if err != nil {
-		return false, err
+		return false, s.forget(ctx, req, err)
 	}
 	prio := req.Priority - req.Depth*s.depthPrio
 	now := s.now()
 	if _, err := s.q.Push(ctx, now, req, scopes, prio); err != nil {
-		return false, err
+		return false, s.forget(ctx, req, err)
 	}
 	s.inc("scheduler/enqueued")
 	if s.debug {
 		s.d.Log.Debug().Str("url", req.URL.String()).Int("priority", prio).Strs("scopes", scopes.Names()).Msg("scheduler: enqueued")
 	}
 	return true, nil
+}
+
+// forget takes back req's fingerprint after it failed to be queued with
+// err, so that a later valid request for the same resource is not dropped.
+func (s *scheduler) forget(ctx context.Context, req *spider.Request, err error) error {
+	if ferr := s.filter.Forget(ctx, req); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	return err
 }
 
 func (s *scheduler) Next(ctx context.Context, now time.Time) (*Job, time.Duration, error) {

@@ -199,3 +199,21 @@ func TestNotifier(t *testing.T) {
 		t.Fatal("the engine-gated scheduler returns a Changed channel, but nothing would signal it")
 	}
 }
+
+// A request that is recorded by the dupefilter but then cannot be queued
+// (here: invalid throttling_scopes meta) must not make a later valid request
+// for the same URL look like a duplicate.
+func TestRejectedRequestIsForgottenByTheDupefilter(t *testing.T) {
+	e := newEnv(t, nil)
+	bad := spider.MustRequest("http://a.test/page", nil)
+	bad.Set(throttling.MetaScopes, 42)
+	if ok, err := e.s.Enqueue(context.Background(), bad); err == nil || ok {
+		t.Fatalf("Enqueue(invalid scopes) = %v, %v; want an error", ok, err)
+	}
+	if !e.enqueue(t, "http://a.test/page", 0, 0) {
+		t.Fatal("a valid request for the URL of a rejected one was dropped as a duplicate")
+	}
+	if e.enqueue(t, "http://a.test/page", 0, 0) {
+		t.Fatal("a true duplicate was queued")
+	}
+}

@@ -66,6 +66,24 @@ func (s *Set) Add(ctx context.Context, fp dupefilter.Fingerprint) (bool, error) 
 	return false, nil
 }
 
+// Forget implements dupefilter.Forgetter: a fingerprint whose request was
+// rejected is dropped from the pending ones, or deleted if already written.
+func (s *Set) Forget(ctx context.Context, fp dupefilter.Fingerprint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pending[fp]; ok {
+		delete(s.pending, fp)
+		s.n--
+		return nil
+	}
+	if err := s.db.Delete(s.key(fp), pebble.NoSync); err != nil {
+		return fmt.Errorf("pebbleq: dupefilter forget: %w", err)
+	}
+	return nil
+}
+
+var _ dupefilter.Forgetter = (*Set)(nil)
+
 // writePending adds the fingerprints not yet written to b.
 func (s *Set) writePending(b *pebble.Batch) error {
 	s.mu.Lock()

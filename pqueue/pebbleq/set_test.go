@@ -54,3 +54,39 @@ func TestSetPersistsWithPushes(t *testing.T) {
 		t.Errorf("Len = %d, want 2 (Close writes what is pending)", n)
 	}
 }
+
+func TestSetForget(t *testing.T) {
+	ctx := context.Background()
+	js := openStore(t, t.TempDir(), 0)
+	set := pebbleq.NewSet(js.job.DB(), jobdir.PrefixDupes)
+	js.AttachSet(set)
+	if err := js.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pending := dupefilter.Of(spider.MustRequest("http://h.test/pending", nil))
+	written := spider.MustRequest("http://h.test/written", nil)
+	for _, fp := range []dupefilter.Fingerprint{pending, dupefilter.Of(written)} {
+		if seen, err := set.Add(ctx, fp); err != nil || seen {
+			t.Fatalf("first Add: %v %v", seen, err)
+		}
+	}
+	// Pushing writes both pending fingerprints with the request.
+	if err := js.Push(ctx, &pqueue.Entry{Info: pqueue.Info{Queue: "h.test"}, Req: written}); err != nil {
+		t.Fatal(err)
+	}
+	notYet := dupefilter.Of(spider.MustRequest("http://h.test/not-yet", nil))
+	if _, err := set.Add(ctx, notYet); err != nil {
+		t.Fatal(err)
+	}
+	for _, fp := range []dupefilter.Fingerprint{pending, notYet} {
+		if err := set.Forget(ctx, fp); err != nil {
+			t.Fatal(err)
+		}
+		if seen, _ := set.Add(ctx, fp); seen {
+			t.Errorf("fingerprint %s still seen after Forget", fp)
+		}
+	}
+	if seen, _ := set.Add(ctx, dupefilter.Of(written)); !seen {
+		t.Error("a fingerprint that was not forgotten is no longer seen")
+	}
+}
