@@ -88,7 +88,10 @@ func ParseAllowedDomains(in []string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("allowed domain %q: %v", raw, err)
 		}
-		if ps, icann := publicsuffix.PublicSuffix(a); ps == a && (icann || !strings.Contains(a, ".")) {
+		// An ICANN public suffix (com, co.uk) would allow every site under
+		// it. A single label that is not one (localhost, an intranet host
+		// name) is a host of its own and allowed.
+		if ps, icann := publicsuffix.PublicSuffix(a); ps == a && icann {
 			return nil, fmt.Errorf("allowed domain %q is a public suffix: it would allow every site under it", raw)
 		}
 		out = append(out, a)

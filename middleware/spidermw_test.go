@@ -107,6 +107,7 @@ func TestParseAllowedDomains(t *testing.T) {
 		{in: []string{"co.uk"}, wantErr: `allowed domain "co.uk" is a public suffix`},
 		{in: []string{"com"}, wantErr: `allowed domain "com" is a public suffix`},
 		{in: []string{"example.co.uk", "github.io"}, want: "example.co.uk github.io"}, // private suffixes are allowed
+		{in: []string{"localhost", "intranet"}, want: "localhost intranet"},           // single-label hosts are hosts, not suffixes
 	}
 	for _, tt := range tests {
 		got, err := ParseAllowedDomains(tt.in)
