@@ -17,13 +17,22 @@ import "time"
 //     concurrent 429s back off once, like TCP reduces once per window.
 //   - Recovery: each full window without a trigger drops one step, until
 //     the configured delay is back. A trigger restarts the countdown.
+//   - Retry-After pacing (gocrawl's addition, BACKOFF_RETRY_AFTER_PACING):
+//     a server delay R also sets a pace of R/concurrency as a floor of the
+//     scope's delay. When the hard minimum ends, the scope's requests are
+//     spread over the next R instead of all leaving at once, which is what
+//     made a scope with concurrency 8 and no delay answer a token bucket's
+//     Retry-After with a new burst every R. The pace is halved (divided by
+//     delay_factor) per quiet window, like any backoff delay.
 type backoffState struct {
 	level        int       // steps above the configured delay
 	blockedUntil time.Time // hard minimum (server delay, DelayScope)
 	notBefore    time.Time // a step's pause, counted from the trigger
 	lastTrigger  time.Time
 	lastStep     time.Time
-	quietMark    time.Time // start of the current quiet window
+	quietMark    time.Time     // start of the current quiet window
+	pace         time.Duration // Retry-After pacing floor of the delay
+	paceMark     time.Time     // start of the pace's current quiet window
 }
 
 // grow is one backoff step applied to d. A delay already above max_delay
@@ -59,6 +68,9 @@ func (m *ThrottlingScopeManager) RecordBackoff(now time.Time, sig BackoffSignal)
 		if until := now.Add(d); until.After(m.blockedUntil) {
 			m.blockedUntil = until
 		}
+		if !sig.Uncapped && m.cfg.Backoff.RetryAfterPacing {
+			m.setPace(now, d)
+		}
 		m.debug("hard_delay").Dur("until", m.blockedUntil.Sub(now)).Bool("uncapped", sig.Uncapped).Msg("throttling: scope held back")
 		return
 	}
@@ -88,6 +100,47 @@ func (m *ThrottlingScopeManager) step(now time.Time) {
 		}
 	}
 	m.debug("backoff").Msg("throttling: backoff step")
+}
+
+// setPace raises the pacing floor to d spread over the scope's concurrency
+// (with rampup, the concurrency it may ramp up to; the requests in flight
+// when the concurrency is unlimited).
+func (m *ThrottlingScopeManager) setPace(now time.Time, d time.Duration) {
+	c := m.conc
+	if m.cfg.Rampup.Enabled {
+		c = m.baseConc
+	}
+	if c <= 0 {
+		c = max(1, m.active)
+	}
+	p := min(d/time.Duration(c), m.cfg.Backoff.MaxDelay)
+	if p > m.pace {
+		m.pace = p
+	}
+	m.paceMark = now
+}
+
+// paceTick halves the pace once per full quiet window since the last
+// server delay; under a millisecond it is dropped.
+func (m *ThrottlingScopeManager) paceTick(now time.Time) {
+	if m.pace == 0 {
+		return
+	}
+	w := m.cfg.Backoff.Window
+	n := int(now.Sub(m.paceMark) / w)
+	if n <= 0 {
+		return
+	}
+	f := max(m.cfg.Backoff.DelayFactor, 1.01)
+	for range n {
+		m.pace = time.Duration(float64(m.pace) / f)
+		if m.pace < time.Millisecond {
+			m.pace = 0
+			break
+		}
+	}
+	m.paceMark = m.paceMark.Add(time.Duration(n) * w)
+	m.debug("pace_recovery").Dur("pace", m.pace).Msg("throttling: quiet window; Retry-After pace drops")
 }
 
 // recoverTick drops one level per full quiet window since the last

@@ -65,6 +65,10 @@ type BackoffConfig struct {
 	// Window is the quiet time after which the delay drops one step; also
 	// rampup's evaluation window.
 	Window time.Duration
+	// RetryAfterPacing spreads the scope's requests after a server delay
+	// (Retry-After, RateLimit-Reset) instead of releasing its whole
+	// concurrency at once (BACKOFF_RETRY_AFTER_PACING; see backoff.go).
+	RetryAfterPacing bool
 
 	errs []error
 }
@@ -180,7 +184,7 @@ type Config struct {
 var scopeKeys = []string{"concurrency", "min_concurrency", "delay", "jitter", "quota", "window",
 	"rampup", "backoff", "manager", "ignore_robots_txt"}
 
-var backoffKeys = []string{"http_codes", "exceptions", "delay_factor", "max_delay", "min_delay", "jitter", "window"}
+var backoffKeys = []string{"http_codes", "exceptions", "delay_factor", "max_delay", "min_delay", "jitter", "window", "retry_after_pacing"}
 
 var rampupKeys = []string{"backoff_target", "delay_factor", "min_delay"}
 
@@ -216,6 +220,7 @@ func ReadConfig(s *settings.Settings) (*Config, error) {
 	b.MaxDelay = s.Seconds("BACKOFF_MAX_DELAY")
 	b.MinDelay = s.Seconds("BACKOFF_MIN_DELAY")
 	b.Window = s.Seconds("BACKOFF_WINDOW")
+	b.RetryAfterPacing = s.Bool("BACKOFF_RETRY_AFTER_PACING")
 	if b.Jitter, err = parseJitter(s.Get("BACKOFF_JITTER")); err != nil {
 		return nil, &ConfigError{Setting: "BACKOFF_JITTER", Msg: err.Error()}
 	}
@@ -424,6 +429,12 @@ func parseBackoff(scope string, m map[string]any, b *BackoffConfig) error {
 				return bad(k, "%v", err)
 			}
 			b.Jitter = j
+		case "retry_after_pacing":
+			p, err := settings.Bool.Convert(v)
+			if err != nil {
+				return bad(k, "%v", err)
+			}
+			b.RetryAfterPacing = p.(bool)
 		default:
 			return bad(k, "unknown key (known: %s)", strings.Join(backoffKeys, ", "))
 		}

@@ -62,10 +62,13 @@ func (m *ThrottlingScopeManager) Config() ScopeConfig { return m.cfg }
 // Delay returns the scope's current delay (before jitter).
 func (m *ThrottlingScopeManager) Delay() time.Duration {
 	if m.cfg.Rampup.Enabled {
-		return m.rampDelay
+		return max(m.rampDelay, m.pace)
 	}
-	return m.levelDelay(m.baseDelay, m.level)
+	return max(m.levelDelay(m.baseDelay, m.level), m.pace)
 }
+
+// Pace returns the Retry-After pacing floor of the delay (0 = none).
+func (m *ThrottlingScopeManager) Pace() time.Duration { return m.pace }
 
 // Concurrency returns the scope's current concurrency limit (0 = unlimited).
 func (m *ThrottlingScopeManager) Concurrency() int { return m.conc }
@@ -84,6 +87,7 @@ func (m *ThrottlingScopeManager) tick(now time.Time) {
 	} else {
 		m.recoverTick(now)
 	}
+	m.paceTick(now)
 	m.quotaTick(now)
 }
 
@@ -130,7 +134,7 @@ func (m *ThrottlingScopeManager) RecordSent(now time.Time, amount float64) {
 	m.active++
 	m.lastSent, m.lastUsed = now, now
 	j := m.cfg.Jitter
-	if m.level > 0 {
+	if m.level > 0 || m.pace > 0 {
 		j = m.cfg.Backoff.Jitter // BACKOFF_JITTER overrides RANDOMIZE_DOWNLOAD_DELAY during backoff
 	}
 	m.jitterF = jitterFactor(j, m.rnd)
@@ -174,7 +178,7 @@ func (m *ThrottlingScopeManager) SetConcurrency(n int) {
 // state learnt by rampup... and unused for maxIdle when maxIdle > 0.
 func (m *ThrottlingScopeManager) IsIdle(now time.Time, maxIdle time.Duration) bool {
 	m.tick(now)
-	if m.active > 0 || m.level > 0 || now.Before(m.blockedUntil) || now.Before(m.notBefore) ||
+	if m.active > 0 || m.level > 0 || m.pace > 0 || now.Before(m.blockedUntil) || now.Before(m.notBefore) ||
 		now.Before(m.nextByDelay()) || m.quotaBusy(now) {
 		return false
 	}
@@ -185,7 +189,8 @@ func (m *ThrottlingScopeManager) IsIdle(now time.Time, maxIdle time.Duration) bo
 func (m *ThrottlingScopeManager) Snapshot(now time.Time) ScopeSnapshot {
 	m.tick(now)
 	s := ScopeSnapshot{Delay: secondsOf(m.Delay()), BackoffLevel: m.level, LastTrigger: m.lastTrigger,
-		LastStep: m.lastStep, QuotaUsed: m.used, WindowStart: m.windowStart, Concurrency: m.conc}
+		LastStep: m.lastStep, QuotaUsed: m.used, WindowStart: m.windowStart, Concurrency: m.conc,
+		Pace: secondsOf(m.pace)}
 	s.BlockedUntil = m.blockedUntil
 	if m.notBefore.After(s.BlockedUntil) {
 		s.BlockedUntil = m.notBefore
@@ -202,6 +207,7 @@ func (m *ThrottlingScopeManager) Restore(now time.Time, s ScopeSnapshot) {
 	m.blockedUntil = s.BlockedUntil
 	m.lastTrigger, m.lastStep = s.LastTrigger, s.LastStep
 	m.quietMark = s.LastTrigger
+	m.pace, m.paceMark = durationOf(s.Pace), s.LastTrigger
 	m.used, m.windowStart = s.QuotaUsed, s.WindowStart
 	if m.cfg.Rampup.Enabled {
 		m.rampDelay = max(durationOf(s.Delay), m.rampFloor)

@@ -39,6 +39,9 @@ type ScopeSnapshot struct {
 	WindowStart time.Time `json:"window_start,omitzero"`
 	// Concurrency is the scope's current concurrency limit (0 = unlimited).
 	Concurrency int `json:"concurrency"`
+	// Pace is the Retry-After pacing floor of the delay, in seconds
+	// (BACKOFF_RETRY_AFTER_PACING); 0 = none.
+	Pace float64 `json:"pace,omitempty"`
 	// RobotsDelay is the robots.txt Crawl-delay applied to the scope, in
 	// seconds, already capped at THROTTLING_ROBOTSTXT_MAX_DELAY; 0 = none.
 	RobotsDelay float64 `json:"robots_delay,omitempty"`
@@ -121,7 +124,7 @@ func (t *Throttler) Restore(snaps []ScopeSnapshot) {
 // pristine reports whether s is what a scope in its configured state
 // would report.
 func (t *Throttler) pristine(s ScopeSnapshot) bool {
-	if s.BackoffLevel != 0 || !s.BlockedUntil.IsZero() || s.QuotaUsed != 0 || s.HasRobots {
+	if s.BackoffLevel != 0 || s.Pace != 0 || !s.BlockedUntil.IsZero() || s.QuotaUsed != 0 || s.HasRobots {
 		return false
 	}
 	cfg := t.cfg.Scope(s.Scope)
