@@ -1,8 +1,6 @@
 package middleware
 
 import (
-	"github.com/PuerkitoBio/goquery"
-
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -69,22 +67,8 @@ func (o *OutputHooks) Follow(res *spider.Response, ref string, cb spider.Callbac
 
 // FollowAll implements spider.Output.
 func (o *OutputHooks) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
-	var links []string
-	switch v := refs.(type) {
-	case []string:
-		links = v
-	case string:
-		links = []string{v}
-	case *goquery.Selection:
-		v.Each(func(_ int, s *goquery.Selection) {
-			if h, ok := s.Attr("href"); ok {
-				links = append(links, h)
-			} else if h, ok := s.Attr("src"); ok {
-				links = append(links, h)
-			}
-		})
-	case nil:
-	default:
+	links, err := spider.Links(refs)
+	if err != nil {
 		o.Next.FollowAll(res, refs, cb) // reports the unsupported type
 		return
 	}

@@ -294,7 +294,7 @@ func Suggest(name string) string {
 	best, bestD := "", 1<<30
 	up := strings.ToUpper(name)
 	for _, n := range Names() {
-		d := levenshtein(up, n)
+		d := EditDistance(up, n)
 		if d < bestD {
 			best, bestD = n, d
 		}
@@ -305,7 +305,10 @@ func Suggest(name string) string {
 	return ""
 }
 
-func levenshtein(a, b string) int {
+// EditDistance returns the Levenshtein distance between a and b: how many
+// single-byte insertions, deletions or substitutions turn one into the
+// other. It is what "did you mean" suggestions are based on.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

@@ -226,17 +226,18 @@ func (r *Response) Follow(ref string, cb Callback) (*Request, error) {
 	return req, nil
 }
 
-// FollowAll returns requests for every link in refs: a []string of hrefs or
-// a *goquery.Selection whose elements' href (or src) attributes are used.
-// Invalid links are returned as errors, valid ones as requests.
-func (r *Response) FollowAll(refs any, cb Callback) ([]*Request, []error) {
-	var links []string
+// Links returns the links in refs, the argument of FollowAll: a []string
+// or a single string of hrefs, a *goquery.Selection whose elements' href
+// (or, without one, src) attributes are used, or nil. Any other type is an
+// error.
+func Links(refs any) ([]string, error) {
 	switch v := refs.(type) {
 	case []string:
-		links = v
+		return v, nil
 	case string:
-		links = []string{v}
+		return []string{v}, nil
 	case *goquery.Selection:
+		var links []string
 		v.Each(func(_ int, s *goquery.Selection) {
 			if h, ok := s.Attr("href"); ok {
 				links = append(links, h)
@@ -244,9 +245,20 @@ func (r *Response) FollowAll(refs any, cb Callback) ([]*Request, []error) {
 				links = append(links, h)
 			}
 		})
+		return links, nil
 	case nil:
-	default:
-		return nil, []error{fmt.Errorf("FollowAll: unsupported link source %T (want []string or *goquery.Selection)", refs)}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("FollowAll: unsupported link source %T (want []string or *goquery.Selection)", refs)
+}
+
+// FollowAll returns requests for every link in refs: a []string of hrefs or
+// a *goquery.Selection whose elements' href (or src) attributes are used.
+// Invalid links are returned as errors, valid ones as requests.
+func (r *Response) FollowAll(refs any, cb Callback) ([]*Request, []error) {
+	links, err := Links(refs)
+	if err != nil {
+		return nil, []error{err}
 	}
 	reqs := make([]*Request, 0, len(links))
 	var errs []error
