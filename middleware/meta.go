@@ -62,13 +62,6 @@ const (
 	// MetaDontCache (bool) keeps a request away from the HTTP cache.
 	MetaDontCache = "dont_cache"
 
-	// metaThrottlingDelay is throttling.MetaDelay, a one-time delay; the
-	// throttler marks it applied with metaThrottlingDelayApplied, which
-	// copies keep. Redirect sets a new delay for a Retry-After or refresh
-	// and clears the mark so that it applies.
-	metaThrottlingDelay        = "throttling_delay"
-	metaThrottlingDelayApplied = "_throttling_delay_applied"
-
 	// MetaAllowOffsite (bool) exempts a request from the Offsite filter.
 	MetaAllowOffsite = "allow_offsite"
 

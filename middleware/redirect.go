@@ -13,6 +13,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
 func init() { RegisterDownloader("Redirect", newRedirect) }
@@ -177,8 +178,7 @@ func (r *redirector) follow(req *spider.Request, loc string, reason any, toGet b
 	nr.Set(MetaRedirectReasons, append(metaList(req, MetaRedirectReasons), reason))
 	clearCopyMeta(nr)
 	if delay > 0 {
-		nr.Set(metaThrottlingDelay, min(delay, r.maxDelay).Seconds())
-		delete(nr.Meta, metaThrottlingDelayApplied) // a new delay, to apply once
+		throttling.SetRequestDelay(nr, min(delay, r.maxDelay)) // a new delay, applied once
 	}
 	if toGet {
 		if nr.Method != http.MethodHead {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
 // redirectOnce answers status with Location loc (and extra headers).
@@ -238,16 +239,23 @@ func TestRedirectRetryAfterBecomesThrottlingDelay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		req := spider.MustRequest("http://127.0.0.1:1/", nil)
-		req.Set(metaThrottlingDelayApplied, true)
+		req.Set(throttling.MetaDelay, 1.0)
+		throttling.TakeRequestDelay(req) // the original's delay was applied; copies keep the mark
 		nr, _, err := fetchRedirect(t, nil, nil, redirectOnce(307, "/later", http.Header{"Retry-After": {tt.retryAfter}}), req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := nr.Get(metaThrottlingDelay); got != tt.want {
+		if tt.want == nil {
+			if got := throttling.TakeRequestDelay(nr); got != 0 {
+				t.Errorf("Retry-After %q: the redirect waits %v again", tt.retryAfter, got)
+			}
+			continue
+		}
+		if got := nr.Get(throttling.MetaDelay); got != tt.want {
 			t.Errorf("Retry-After %q: throttling_delay = %v, want %v", tt.retryAfter, got, tt.want)
 		}
-		if tt.want != nil && nr.Get(metaThrottlingDelayApplied) != nil {
-			t.Errorf("Retry-After %q: the new delay is marked as already applied", tt.retryAfter)
+		if got := throttling.TakeRequestDelay(nr); got != time.Duration(tt.want.(float64)*float64(time.Second)) {
+			t.Errorf("Retry-After %q: the new delay is not applied (TakeRequestDelay = %v)", tt.retryAfter, got)
 		}
 	}
 }
@@ -330,7 +338,7 @@ func TestMetaRefresh(t *testing.T) {
 			if nr.URL.String() != tt.wantURL || nr.GetMethod() != "GET" {
 				t.Errorf("refresh to %s %s, want GET %s", nr.GetMethod(), nr.URL, tt.wantURL)
 			}
-			if got := nr.Get(metaThrottlingDelay); got != tt.wantDelay {
+			if got := nr.Get(throttling.MetaDelay); got != tt.wantDelay {
 				t.Errorf("throttling_delay = %v, want %v", got, tt.wantDelay)
 			}
 			if r := metaList(nr, MetaRedirectReasons); len(r) != 1 || r[0] != "meta refresh" {

@@ -37,6 +37,15 @@ func TakeRequestDelay(req *spider.Request) time.Duration {
 	return time.Duration(f.(float64) * float64(time.Second))
 }
 
+// SetRequestDelay gives req a new throttling_delay of d, applied once even
+// if an earlier delay of the request (or of the request it was copied from)
+// was already applied. The redirect middleware uses it for a Retry-After or
+// a Refresh delay on the new request.
+func SetRequestDelay(req *spider.Request, d time.Duration) {
+	req.Set(MetaDelay, d.Seconds())
+	delete(req.Meta, metaDelayApplied)
+}
+
 type sentAtKey struct{}
 
 // WithSentAt returns ctx carrying the time the request being fetched was
