@@ -423,7 +423,9 @@ func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
 
 		// 2. Start as many requests as slots, start rate and scopes allow.
 		var wake time.Duration
-		for stopping == "" && (e.maxInflight == 0 || inflight < e.maxInflight) && (maxActive == 0 || active < maxActive) {
+		// A Stop from a worker (CLOSESPIDER_*) cancels stopCtx at once: check
+		// it before every start, not only once per turn.
+		for stopping == "" && e.stopCtx.Err() == nil && (e.maxInflight == 0 || inflight < e.maxInflight) && (maxActive == 0 || active < maxActive) {
 			now := e.clock.Now()
 			if w := e.starts.Wait(now); w > 0 {
 				wake = w
@@ -640,7 +642,9 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 	}
 	res, err := e.dl.Fetch(ctx, req)
 	now := e.clock.Now()
-	aborted := err != nil && e.abortCtx.Err() != nil
+	// Cut short by Abort, or by the caller of Download giving up: not the
+	// server's doing, so no backoff feedback and no download error.
+	aborted := err != nil && (e.abortCtx.Err() != nil || ctx.Err() != nil)
 	if r != nil && !r.reported {
 		r.reported = true
 		if aborted {

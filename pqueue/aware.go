@@ -261,13 +261,15 @@ func (q *ThrottlingAware) popReady(ctx context.Context, now time.Time) (*Popped,
 		q.reserved[e.ID] = g.key
 		q.stamp++
 		g.served = q.stamp
-		q.gate.Sent(now, e.Scopes)
 		// g is still the top of the ready heap: give it its next head
 		// and sift it down once, rather than remove and push it again.
 		h, more, err := q.store.Head(ctx, g.key)
 		if err != nil {
+			// Not sent: the scopes stay free, and the reservation (never
+			// acknowledged) comes back when a persistent store reopens.
 			return nil, err
 		}
+		q.gate.Sent(now, e.Scopes)
 		if more {
 			g.head = h
 			g.share = q.shareOf(h)

@@ -131,7 +131,10 @@ func (m *ThrottlingScopeManager) paceTick(now time.Time) {
 	if n <= 0 {
 		return
 	}
-	f := max(m.cfg.Backoff.DelayFactor, 1.01)
+	f := m.cfg.Backoff.DelayFactor
+	if f <= 1 {
+		f = 2 // a delay_factor of 1 never grows a delay, but a pace must still recover
+	}
 	for range n {
 		m.pace = time.Duration(float64(m.pace) / f)
 		if m.pace < time.Millisecond {

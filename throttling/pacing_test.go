@@ -90,3 +90,28 @@ func TestDelayScopeDoesNotPace(t *testing.T) {
 		t.Fatalf("DelayScope set a pace of %v; it is a one-off hold", m.Pace())
 	}
 }
+
+// A snapshot already includes the recovery up to it: restoring must not
+// count the same quiet windows again.
+func TestRetryAfterPaceSnapshotRestore(t *testing.T) {
+	m := newSM(t, "example.com", "BACKOFF_JITTER", 0.0)
+	m.RecordBackoff(t0, BackoffSignal{SentAt: t0, Delay: 80 * sec}) // 80s over 8 slots: 10s
+	snap := m.Snapshot(t0.Add(150 * sec))                            // two quiet windows: 2.5s
+	if got := durationOf(snap.Pace); got != 2500*time.Millisecond {
+		t.Fatalf("saved pace = %v, want 2.5s", got)
+	}
+	r := newSM(t, "example.com", "BACKOFF_JITTER", 0.0)
+	r.Restore(t0.Add(155*sec), snap)
+	if got := r.Pace(); got != 2500*time.Millisecond {
+		t.Fatalf("restored pace = %v, want the saved 2.5s", got)
+	}
+	r.CanSend(t0.Add(180*sec), 0) // the third window ends at t0+180s
+	if got := r.Pace(); got != 1250*time.Millisecond {
+		t.Fatalf("pace after the next quiet window = %v, want 1.25s", got)
+	}
+	off := newSM(t, "example.com", "BACKOFF_RETRY_AFTER_PACING", false)
+	off.Restore(t0.Add(155*sec), snap)
+	if off.Pace() != 0 {
+		t.Fatalf("pacing is off but the restored scope paces at %v", off.Pace())
+	}
+}

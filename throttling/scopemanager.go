@@ -190,7 +190,7 @@ func (m *ThrottlingScopeManager) Snapshot(now time.Time) ScopeSnapshot {
 	m.tick(now)
 	s := ScopeSnapshot{Delay: secondsOf(m.Delay()), BackoffLevel: m.level, LastTrigger: m.lastTrigger,
 		LastStep: m.lastStep, QuotaUsed: m.used, WindowStart: m.windowStart, Concurrency: m.conc,
-		Pace: secondsOf(m.pace)}
+		Pace: secondsOf(m.pace), QuietMark: m.quietMark, PaceMark: m.paceMark}
 	s.BlockedUntil = m.blockedUntil
 	if m.notBefore.After(s.BlockedUntil) {
 		s.BlockedUntil = m.notBefore
@@ -206,8 +206,14 @@ func (m *ThrottlingScopeManager) Restore(now time.Time, s ScopeSnapshot) {
 	m.level = max(0, s.BackoffLevel)
 	m.blockedUntil = s.BlockedUntil
 	m.lastTrigger, m.lastStep = s.LastTrigger, s.LastStep
-	m.quietMark = s.LastTrigger
-	m.pace, m.paceMark = durationOf(s.Pace), s.LastTrigger
+	// The saved level and pace already include the recovery up to the
+	// snapshot: count quiet windows from the saved marks, not from the last
+	// trigger again (snapshots without marks fall back to it).
+	m.quietMark = orTime(s.QuietMark, s.LastTrigger)
+	m.pace, m.paceMark = durationOf(s.Pace), orTime(s.PaceMark, s.LastTrigger)
+	if !m.cfg.Backoff.RetryAfterPacing {
+		m.pace = 0
+	}
 	m.used, m.windowStart = s.QuotaUsed, s.WindowStart
 	if m.cfg.Rampup.Enabled {
 		m.rampDelay = max(durationOf(s.Delay), m.rampFloor)
@@ -220,6 +226,13 @@ func (m *ThrottlingScopeManager) Restore(now time.Time, s ScopeSnapshot) {
 	}
 	m.lastUsed = now
 	m.tick(now)
+}
+
+func orTime(t, fallback time.Time) time.Time {
+	if t.IsZero() {
+		return fallback
+	}
+	return t
 }
 
 // jitterFactor returns 1+uniform(j[0], j[1]), never negative.

@@ -42,6 +42,10 @@ type ScopeSnapshot struct {
 	// Pace is the Retry-After pacing floor of the delay, in seconds
 	// (BACKOFF_RETRY_AFTER_PACING); 0 = none.
 	Pace float64 `json:"pace,omitempty"`
+	// QuietMark and PaceMark are where the current quiet windows of the
+	// backoff level and of the pace started; recovery resumes from them.
+	QuietMark time.Time `json:"quiet_mark,omitzero"`
+	PaceMark  time.Time `json:"pace_mark,omitzero"`
 	// RobotsDelay is the robots.txt Crawl-delay applied to the scope, in
 	// seconds, already capped at THROTTLING_ROBOTSTXT_MAX_DELAY; 0 = none.
 	RobotsDelay float64 `json:"robots_delay,omitempty"`

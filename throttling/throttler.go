@@ -410,6 +410,9 @@ func (t *Throttler) Admit(ctx context.Context, scopes Scopes) (time.Time, error)
 	noSlot, _ := ctx.Value(noSlotKey{}).(bool)
 	var err error
 	for {
+		if err := ctx.Err(); err != nil {
+			return time.Time{}, err // a stop wins over a scope that became ready at the same moment
+		}
 		t.mu.Lock()
 		now := t.clock.Now()
 		w := t.waitLocked(now, scopes, noSlot)
