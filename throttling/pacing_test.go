@@ -96,7 +96,7 @@ func TestDelayScopeDoesNotPace(t *testing.T) {
 func TestRetryAfterPaceSnapshotRestore(t *testing.T) {
 	m := newSM(t, "example.com", "BACKOFF_JITTER", 0.0)
 	m.RecordBackoff(t0, BackoffSignal{SentAt: t0, Delay: 80 * sec}) // 80s over 8 slots: 10s
-	snap := m.Snapshot(t0.Add(150 * sec))                            // two quiet windows: 2.5s
+	snap := m.Snapshot(t0.Add(150 * sec))                           // two quiet windows: 2.5s
 	if got := durationOf(snap.Pace); got != 2500*time.Millisecond {
 		t.Fatalf("saved pace = %v, want 2.5s", got)
 	}
