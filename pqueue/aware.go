@@ -235,6 +235,11 @@ func (q *ThrottlingAware) Pop(ctx context.Context, now time.Time) (*Popped, time
 			break
 		}
 	}
+	if q.hasDirty() {
+		// Changes still arriving after the bounded rounds: ask again
+		// soon rather than wait for an event that may not come.
+		return nil, time.Millisecond, nil
+	}
 	return nil, q.wake(now), nil
 }
 
