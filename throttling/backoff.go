@@ -18,12 +18,14 @@ import "time"
 //   - Recovery: each full window without a trigger drops one step, until
 //     the configured delay is back. A trigger restarts the countdown.
 //   - Retry-After pacing (gocrawl's addition, BACKOFF_RETRY_AFTER_PACING):
-//     a server delay R also sets a pace of R/concurrency as a floor of the
-//     scope's delay. When the hard minimum ends, the scope's requests are
-//     spread over the next R instead of all leaving at once, which is what
-//     made a scope with concurrency 8 and no delay answer a token bucket's
-//     Retry-After with a new burst every R. The pace is halved (divided by
-//     delay_factor) per quiet window, like any backoff delay.
+//     a server delay also sets a pace, a floor of the scope's delay: the
+//     interval between sends at the rate the scope had when it was told to
+//     wait. When the hard minimum ends the scope resumes at that rate,
+//     evenly spaced, instead of releasing its whole concurrency at once
+//     (which made a scope with concurrency 8 and no delay answer a token
+//     bucket's Retry-After with a new burst every time). A further server
+//     delay from a request sent after the pace was set grows the pace by
+//     delay_factor; each quiet window divides it by delay_factor.
 type backoffState struct {
 	level        int       // steps above the configured delay
 	blockedUntil time.Time // hard minimum (server delay, DelayScope)
@@ -32,7 +34,11 @@ type backoffState struct {
 	lastStep     time.Time
 	quietMark    time.Time     // start of the current quiet window
 	pace         time.Duration // Retry-After pacing floor of the delay
+	paceSet      time.Time     // when the pace last changed (burst rule)
 	paceMark     time.Time     // start of the pace's current quiet window
+	rateStart    time.Time     // current one-second bucket of sends
+	rateCur      int           // sends in the current bucket
+	ratePrev     int           // sends in the bucket before
 }
 
 // grow is one backoff step applied to d. A delay already above max_delay
@@ -69,7 +75,7 @@ func (m *ThrottlingScopeManager) RecordBackoff(now time.Time, sig BackoffSignal)
 			m.blockedUntil = until
 		}
 		if !sig.Uncapped && m.cfg.Backoff.RetryAfterPacing {
-			m.setPace(now, d)
+			m.setPace(now, sig.SentAt)
 		}
 		m.debug("hard_delay").Dur("until", m.blockedUntil.Sub(now)).Bool("uncapped", sig.Uncapped).Msg("throttling: scope held back")
 		return
@@ -102,22 +108,51 @@ func (m *ThrottlingScopeManager) step(now time.Time) {
 	m.debug("backoff").Msg("throttling: backoff step")
 }
 
-// setPace raises the pacing floor to d spread over the scope's concurrency
-// (with rampup, the concurrency it may ramp up to; the requests in flight
-// when the concurrency is unlimited).
-func (m *ThrottlingScopeManager) setPace(now time.Time, d time.Duration) {
-	c := m.conc
-	if m.cfg.Rampup.Enabled {
-		c = m.baseConc
+// setPace paces the scope after a server delay. The first time, the pace
+// is the interval between sends at the rate the scope was sending when it
+// was told to wait (measured over the last one to two seconds): the scope
+// resumes at that rate, evenly spaced, instead of releasing its whole
+// concurrency at once. A further server delay from a request sent after the
+// pace was set means that rate is still too high: the pace grows by
+// delay_factor, with the same burst rule as backoff steps.
+func (m *ThrottlingScopeManager) setPace(now time.Time, sentAt time.Time) {
+	f := m.cfg.Backoff.DelayFactor
+	if f <= 1 {
+		f = 2
 	}
-	if c <= 0 {
-		c = max(1, m.active)
+	switch {
+	case m.pace == 0:
+		m.pace = time.Duration(float64(time.Second) / max(m.sendRate(now), 1e-3))
+		m.paceSet = now
+	case !sentAt.IsZero() && !sentAt.Before(m.paceSet):
+		m.pace = time.Duration(float64(m.pace) * f)
+		m.paceSet = now
 	}
-	p := min(d/time.Duration(c), m.cfg.Backoff.MaxDelay)
-	if p > m.pace {
-		m.pace = p
-	}
+	m.pace = min(m.pace, m.cfg.Backoff.MaxDelay)
 	m.paceMark = now
+	m.debug("pace").Dur("pace", m.pace).Msg("throttling: Retry-After pace")
+}
+
+// countSend counts a send in the one-second buckets sendRate reads.
+func (m *ThrottlingScopeManager) countSend(now time.Time) {
+	m.rollRate(now)
+	m.rateCur++
+}
+
+func (m *ThrottlingScopeManager) rollRate(now time.Time) {
+	switch el := now.Sub(m.rateStart); {
+	case m.rateStart.IsZero() || el >= 2*time.Second:
+		m.rateStart, m.ratePrev, m.rateCur = now, 0, 0
+	case el >= time.Second:
+		m.rateStart, m.ratePrev, m.rateCur = m.rateStart.Add(time.Second), m.rateCur, 0
+	}
+}
+
+// sendRate is the scope's recent send rate, in requests per second.
+func (m *ThrottlingScopeManager) sendRate(now time.Time) float64 {
+	m.rollRate(now)
+	frac := now.Sub(m.rateStart).Seconds()
+	return float64(m.ratePrev+m.rateCur) / (1 + frac)
 }
 
 // paceTick halves the pace once per full quiet window since the last

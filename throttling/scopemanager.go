@@ -138,6 +138,7 @@ func (m *ThrottlingScopeManager) RecordSent(now time.Time, amount float64) {
 		j = m.cfg.Backoff.Jitter // BACKOFF_JITTER overrides RANDOMIZE_DOWNLOAD_DELAY during backoff
 	}
 	m.jitterF = jitterFactor(j, m.rnd)
+	m.countSend(now)
 	m.quotaSent(now, amount)
 	m.rampSent(now)
 }
