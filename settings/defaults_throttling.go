@@ -29,7 +29,7 @@ func init() {
 		{Name: "BACKOFF_MAX_DELAY", Type: NonNegative(Float), Default: 300.0, Doc: "Largest delay backoff reaches; also caps Retry-After and RateLimit-Reset."},
 		{Name: "BACKOFF_MIN_DELAY", Type: NonNegative(Float), Default: 1.0, Doc: "Delay of the first backoff step, and the minimum delay during backoff."},
 		{Name: "BACKOFF_JITTER", Type: OneOf(NonNegative(Float), FloatPair), Default: 0.1, Doc: "Random variation of backoff delays: f = ±f, [low, high] = delay*(1+uniform(low, high))."},
-		{Name: "BACKOFF_RETRY_AFTER_PACING", Type: Bool, Default: true, Doc: "After a Retry-After or RateLimit-Reset delay, pace the scope at delay/concurrency (recovering one step per quiet BACKOFF_WINDOW) instead of releasing its whole concurrency at once."},
+		{Name: "BACKOFF_RETRY_AFTER_PACING", Type: Bool, Default: true, Doc: "After a Retry-After or RateLimit-Reset delay, resume the scope at the send rate it had, evenly spaced, instead of releasing its whole concurrency at once; later server delays slow the pace, quiet BACKOFF_WINDOWs restore it."},
 		{Name: "BACKOFF_WINDOW", Type: NonNegative(Float), Default: 60.0, Doc: "Quiet seconds after which a backed-off delay drops one step; also rampup's window."},
 		{Name: "RAMPUP_BACKOFF_TARGET", Type: OneOf(NonNegative(Int), IntPair), Default: 1, Doc: "Backoff triggers per BACKOFF_WINDOW that rampup aims for; an integer or [low, high]."},
 
