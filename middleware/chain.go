@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gocrawl/gocrawl/internal/registry"
 	"maps"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
@@ -23,25 +23,20 @@ type DownloaderFactory func(c *spider.Crawler) (Downloader, error)
 type SpiderFactory func(c *spider.Crawler) (Spider, error)
 
 var (
-	regMu       sync.RWMutex
-	downloaders = map[string]DownloaderFactory{}
-	spiders     = map[string]SpiderFactory{}
+	downloaders registry.Registry[DownloaderFactory]
+	spiders     registry.Registry[SpiderFactory]
 )
 
 // RegisterDownloader makes a downloader middleware available by name to
 // DOWNLOADER_MIDDLEWARES.
 func RegisterDownloader(name string, f DownloaderFactory) {
-	regMu.Lock()
-	downloaders[name] = f
-	regMu.Unlock()
+	downloaders.Register(name, f)
 }
 
 // RegisterSpider makes a spider middleware available by name to
 // SPIDER_MIDDLEWARES.
 func RegisterSpider(name string, f SpiderFactory) {
-	regMu.Lock()
-	spiders[name] = f
-	regMu.Unlock()
+	spiders.Register(name, f)
 }
 
 // Entry is one enabled component with its order.
@@ -106,10 +101,8 @@ type namedCloser struct {
 // response last. Invalid entries and middlewares that fail to build give an
 // error naming the entry. Call Close when the crawl ends.
 func NewDownloaderChain(c *spider.Crawler, inner Fetcher) (*DownloaderChain, error) {
-	regMu.RLock()
-	defer regMu.RUnlock()
 	entries, err := Ordered(c.Settings, "DOWNLOADER_MIDDLEWARES", "DOWNLOADER_MIDDLEWARES_BASE",
-		func(n string) bool { _, ok := downloaders[n]; return ok })
+		downloaders.Has)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +110,8 @@ func NewDownloaderChain(c *spider.Crawler, inner Fetcher) (*DownloaderChain, err
 	f := inner
 	for i := len(entries) - 1; i >= 0; i-- {
 		name := entries[i].Name
-		m, err := downloaders[name](c)
+		build, _ := downloaders.Lookup(name)
+		m, err := build(c)
 		if err != nil {
 			_ = ch.Close()
 			return nil, fmt.Errorf("DOWNLOADER_MIDDLEWARES: %s: %w", name, err)
@@ -223,17 +217,16 @@ func BuildDownloader(c *spider.Crawler, inner Fetcher) (Fetcher, []string, error
 // (the callback), lowest order outermost: it sees the response first and
 // the callback's output and error last.
 func BuildSpider(c *spider.Crawler, inner Handler) (Handler, []string, error) {
-	regMu.RLock()
-	defer regMu.RUnlock()
 	entries, err := Ordered(c.Settings, "SPIDER_MIDDLEWARES", "SPIDER_MIDDLEWARES_BASE",
-		func(n string) bool { _, ok := spiders[n]; return ok })
+		spiders.Has)
 	if err != nil {
 		return nil, nil, err
 	}
 	h := inner
 	var names []string
 	for i := len(entries) - 1; i >= 0; i-- {
-		m, err := spiders[entries[i].Name](c)
+		build, _ := spiders.Lookup(entries[i].Name)
+		m, err := build(c)
 		if err != nil {
 			return nil, nil, fmt.Errorf("SPIDER_MIDDLEWARES: %s: %w", entries[i].Name, err)
 		}

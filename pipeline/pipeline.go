@@ -10,7 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"github.com/gocrawl/gocrawl/internal/registry"
 
 	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/spider"
@@ -62,16 +62,11 @@ func Reason(err error) string {
 // Factory builds a pipeline for a crawl.
 type Factory func(c *spider.Crawler) (ItemPipeline, error)
 
-var (
-	regMu     sync.RWMutex
-	factories = map[string]Factory{}
-)
+var factories registry.Registry[Factory]
 
 // Register makes a pipeline available by name to ITEM_PIPELINES.
 func Register(name string, f Factory) {
-	regMu.Lock()
-	factories[name] = f
-	regMu.Unlock()
+	factories.Register(name, f)
 }
 
 // Named is a built pipeline with its name.
@@ -82,15 +77,14 @@ type Named struct {
 
 // Build returns the pipelines enabled by ITEM_PIPELINES, in order.
 func Build(c *spider.Crawler) ([]Named, error) {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	entries, err := middleware.Ordered(c.Settings, "ITEM_PIPELINES", "", func(n string) bool { _, ok := factories[n]; return ok })
+	entries, err := middleware.Ordered(c.Settings, "ITEM_PIPELINES", "", factories.Has)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Named, 0, len(entries))
 	for _, e := range entries {
-		p, err := factories[e.Name](c)
+		f, _ := factories.Lookup(e.Name)
+		p, err := f(c)
 		if err != nil {
 			return nil, fmt.Errorf("item pipeline %s: %w", e.Name, err)
 		}

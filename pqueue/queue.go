@@ -3,8 +3,7 @@ package pqueue
 import (
 	"context"
 	"fmt"
-	"sort"
-	"sync"
+	"github.com/gocrawl/gocrawl/internal/registry"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -106,33 +105,21 @@ type Deps struct {
 // Factory builds a priority queue.
 type Factory func(d Deps) (PriorityQueue, error)
 
-var (
-	regMu     sync.RWMutex
-	factories = map[string]Factory{}
-)
+var factories registry.Registry[Factory]
 
 // Register makes a priority queue available under name for the
 // SCHEDULER_PRIORITY_QUEUE setting. Registering a name twice replaces the
 // first factory.
 func Register(name string, f Factory) {
-	regMu.Lock()
-	factories[name] = f
-	regMu.Unlock()
+	factories.Register(name, f)
 }
 
 // New builds the priority queue registered under name. An unknown name
 // gives an error listing the registered ones.
 func New(name string, d Deps) (PriorityQueue, error) {
-	regMu.RLock()
-	f, ok := factories[name]
-	names := make([]string, 0, len(factories))
-	for n := range factories {
-		names = append(names, n)
-	}
-	regMu.RUnlock()
+	f, ok := factories.Lookup(name)
 	if !ok {
-		sort.Strings(names)
-		return nil, fmt.Errorf("SCHEDULER_PRIORITY_QUEUE: unknown priority queue %q (registered: %v)", name, names)
+		return nil, fmt.Errorf("SCHEDULER_PRIORITY_QUEUE: unknown priority queue %q (registered: %v)", name, factories.Names())
 	}
 	if d.Store == nil {
 		d.Store = NewMemoryStore()

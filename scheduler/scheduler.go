@@ -18,8 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"sync"
+	"github.com/gocrawl/gocrawl/internal/registry"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -108,32 +107,20 @@ type Deps struct {
 // Factory builds a scheduler.
 type Factory func(d Deps) (Scheduler, error)
 
-var (
-	regMu     sync.RWMutex
-	factories = map[string]Factory{}
-)
+var factories registry.Registry[Factory]
 
 // Register makes a scheduler available under name for the SCHEDULER
 // setting.
 func Register(name string, f Factory) {
-	regMu.Lock()
-	factories[name] = f
-	regMu.Unlock()
+	factories.Register(name, f)
 }
 
 // New builds the scheduler named by the SCHEDULER setting.
 func New(d Deps) (Scheduler, error) {
 	name := d.Settings.String("SCHEDULER")
-	regMu.RLock()
-	f, ok := factories[name]
-	names := make([]string, 0, len(factories))
-	for n := range factories {
-		names = append(names, n)
-	}
-	regMu.RUnlock()
+	f, ok := factories.Lookup(name)
 	if !ok {
-		sort.Strings(names)
-		return nil, fmt.Errorf("SCHEDULER: unknown scheduler %q (registered: %v)", name, names)
+		return nil, fmt.Errorf("SCHEDULER: unknown scheduler %q (registered: %v)", name, factories.Names())
 	}
 	return f(d)
 }

@@ -2,7 +2,7 @@ package scheduler
 
 import (
 	"fmt"
-	"sort"
+	"github.com/gocrawl/gocrawl/internal/registry"
 
 	"github.com/gocrawl/gocrawl/dupefilter"
 	"github.com/gocrawl/gocrawl/pqueue"
@@ -25,16 +25,14 @@ type Storage struct {
 // backends can be registered side by side.
 type StorageFactory func(d Deps) (*Storage, error)
 
-var storages = map[string]StorageFactory{}
+var storages registry.Registry[StorageFactory]
 
 // RegisterStorage makes a storage backend available to schedulers. At
 // construction a scheduler asks every registered backend, in name order,
 // and uses the first that applies; if none does it keeps everything in
 // memory.
 func RegisterStorage(name string, f StorageFactory) {
-	regMu.Lock()
-	storages[name] = f
-	regMu.Unlock()
+	storages.Register(name, f)
 }
 
 // openStorage returns d.Storage, the first registered backend that
@@ -44,21 +42,14 @@ func openStorage(d Deps) (*Storage, error) {
 	if d.Storage != nil {
 		*st = *d.Storage
 	} else {
-		regMu.RLock()
-		names := make([]string, 0, len(storages))
-		for n := range storages {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		fs := make([]StorageFactory, len(names))
-		for i, n := range names {
-			fs[i] = storages[n]
-		}
-		regMu.RUnlock()
-		for i, f := range fs {
+		for _, name := range storages.Names() {
+			f, ok := storages.Lookup(name)
+			if !ok {
+				continue
+			}
 			s, err := f(d)
 			if err != nil {
-				return nil, fmt.Errorf("scheduler storage %s: %w", names[i], err)
+				return nil, fmt.Errorf("scheduler storage %s: %w", name, err)
 			}
 			if s != nil {
 				*st = *s

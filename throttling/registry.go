@@ -2,10 +2,8 @@ package throttling
 
 import (
 	"fmt"
-	"maps"
+	"github.com/gocrawl/gocrawl/internal/registry"
 	"math/rand/v2"
-	"slices"
-	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -60,9 +58,8 @@ func (d ManagerDeps) Default() *DefaultManager {
 type ManagerFactory func(d ManagerDeps) (Manager, error)
 
 var (
-	regMu         sync.RWMutex
-	scopeManagers = map[string]ScopeManagerFactory{}
-	managers      = map[string]ManagerFactory{}
+	scopeManagers registry.Registry[ScopeManagerFactory]
+	managers      registry.Registry[ManagerFactory]
 )
 
 // The names of the built-in managers.
@@ -93,36 +90,28 @@ func init() {
 // THROTTLING_SCOPE_MANAGER and to the "manager" key of THROTTLING_SCOPES.
 // Call it from an init function; registering a name again replaces it.
 func RegisterScopeManager(name string, f ScopeManagerFactory) {
-	regMu.Lock()
-	scopeManagers[name] = f
-	regMu.Unlock()
+	scopeManagers.Register(name, f)
 }
 
 // RegisterManager makes a throttling manager available by name to
 // THROTTLING_MANAGER. Call it from an init function; registering a name
 // again replaces it.
 func RegisterManager(name string, f ManagerFactory) {
-	regMu.Lock()
-	managers[name] = f
-	regMu.Unlock()
+	managers.Register(name, f)
 }
 
 func lookupScopeManager(name string) (ScopeManagerFactory, error) {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	if f, ok := scopeManagers[name]; ok {
+	if f, ok := scopeManagers.Lookup(name); ok {
 		return f, nil
 	}
 	return nil, fmt.Errorf("unknown scope manager %q (registered: %v; register others with throttling.RegisterScopeManager)",
-		name, slices.Sorted(maps.Keys(scopeManagers)))
+		name, scopeManagers.Names())
 }
 
 func lookupManager(name string) (ManagerFactory, error) {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	if f, ok := managers[name]; ok {
+	if f, ok := managers.Lookup(name); ok {
 		return f, nil
 	}
 	return nil, fmt.Errorf("unknown throttling manager %q (registered: %v; register others with throttling.RegisterManager)",
-		name, slices.Sorted(maps.Keys(managers)))
+		name, managers.Names())
 }
