@@ -4,8 +4,8 @@
 // size limits enforced while streaming and after decompression (gzip,
 // deflate, br), so a decompression bomb stops at the limit.
 //
-// Failures are *Error values with a Kind (ErrDownloadFailed,
-// ErrDownloadTimeout, ErrResponseDataLoss, ErrResponseTooLarge) that
+// Failures are *Error values with a kind from package errkind
+// (DownloadFailed, DownloadTimeout, ResponseDataLoss, ResponseTooLarge) that
 // settings such as BACKOFF_EXCEPTIONS and RETRY_EXCEPTIONS match by name.
 //
 // The downloader does not follow redirects, keep cookies or retry: those
@@ -34,6 +34,8 @@ import (
 	"github.com/andybalholm/brotli"
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/dnscache"
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -74,7 +76,7 @@ type Options struct {
 	// and redialling.
 	MaxConnsPerHost int
 	// DNS is the cache used for dialing; nil creates one.
-	DNS *DNSCache
+	DNS *dnscache.Cache
 	// Log receives size warnings.
 	Log zerolog.Logger
 	// TLSConfig, when set, is the TLS client configuration of the tuned
@@ -96,7 +98,7 @@ func OptionsFromSettings(s *settings.Settings) Options {
 		MaxConnsPerHost: s.Int("CONCURRENT_REQUESTS_PER_DOMAIN"),
 	}
 	if s.Bool("DNSCACHE_ENABLED") {
-		o.DNS = NewDNSCache(s.Int("DNSCACHE_SIZE"), s.Seconds("DNS_TIMEOUT"))
+		o.DNS = dnscache.New(s.Int("DNSCACHE_SIZE"), s.Seconds("DNS_TIMEOUT"))
 	}
 	return o
 }
@@ -105,7 +107,7 @@ func OptionsFromSettings(s *settings.Settings) Options {
 type Downloader struct {
 	opts   Options
 	client *http.Client
-	dns    *DNSCache
+	dns    *dnscache.Cache
 }
 
 // New returns a downloader.
@@ -129,7 +131,7 @@ func New(opts Options) *Downloader {
 }
 
 // DNS returns the downloader's DNS cache (nil when disabled).
-func (d *Downloader) DNS() *DNSCache { return d.dns }
+func (d *Downloader) DNS() *dnscache.Cache { return d.dns }
 
 func (d *Downloader) newTransport() *http.Transport {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
@@ -206,7 +208,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	if p, ok := req.Get(MetaProxy).(string); ok && p != "" {
 		pu, err := url.Parse(p)
 		if err != nil {
-			return nil, &Error{Kind: ErrDownloadFailed, URL: req.URL.Redacted(), Err: errors.New("invalid proxy meta (not a URL)")}
+			return nil, &Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: errors.New("invalid proxy meta (not a URL)")}
 		}
 		ctx = context.WithValue(ctx, proxyKey{}, pu)
 	}
@@ -216,7 +218,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	}
 	hreq, err := http.NewRequestWithContext(ctx, req.GetMethod(), req.URL.String(), body)
 	if err != nil {
-		return nil, &Error{Kind: ErrDownloadFailed, URL: req.URL.Redacted(), Err: err}
+		return nil, &Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: err}
 	}
 	for k, vs := range req.Header {
 		hreq.Header[k] = vs
@@ -239,7 +241,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 		warnSize = int64(v)
 	}
 	if maxSize > 0 && hres.ContentLength > maxSize {
-		return nil, &Error{Kind: ErrResponseTooLarge, URL: req.URL.Redacted(),
+		return nil, &Error{Kind: errkind.ResponseTooLarge, URL: req.URL.Redacted(),
 			Err: fmt.Errorf("Content-Length %d exceeds the maximum size %d (DOWNLOAD_MAXSIZE)", hres.ContentLength, maxSize)}
 	}
 
@@ -254,7 +256,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	if d.opts.Compression && req.GetMethod() != http.MethodHead {
 		r, err = decoder(hres.Header.Get("Content-Encoding"), r)
 		if err != nil {
-			return nil, &Error{Kind: ErrDownloadFailed, URL: req.URL.Redacted(), Err: err}
+			return nil, &Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: err}
 		}
 		if hres.Header.Get("Content-Encoding") != "" {
 			hres.Header.Del("Content-Encoding")
@@ -275,7 +277,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 		}
 	}
 	if limit > 0 && n > limit {
-		return nil, &Error{Kind: ErrResponseTooLarge, URL: req.URL.Redacted(),
+		return nil, &Error{Kind: errkind.ResponseTooLarge, URL: req.URL.Redacted(),
 			Err: fmt.Errorf("body exceeds the maximum size %d bytes (DOWNLOAD_MAXSIZE)", maxSize)}
 	}
 	if warnSize > 0 && n > warnSize {
@@ -367,11 +369,11 @@ func classify(ctx context.Context, req *spider.Request, err error) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) ||
 		(errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, os.ErrDeadlineExceeded):
-		return &Error{Kind: ErrDownloadTimeout, URL: u, Err: err}
+		return &Error{Kind: errkind.DownloadTimeout, URL: u, Err: err}
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return &Error{Kind: ErrResponseDataLoss, URL: u, Err: err}
+		return &Error{Kind: errkind.ResponseDataLoss, URL: u, Err: err}
 	}
-	return &Error{Kind: ErrDownloadFailed, URL: u, Err: err}
+	return &Error{Kind: errkind.DownloadFailed, URL: u, Err: err}
 }
 
 // Close closes the idle connections of the downloader's transport. The

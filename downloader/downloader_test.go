@@ -26,6 +26,7 @@ import (
 	"github.com/andybalholm/brotli"
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -50,7 +51,7 @@ func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	return srv
 }
 
-func wantKind(t *testing.T, err error, kind *Kind) {
+func wantKind(t *testing.T, err error, kind *errkind.Kind) {
 	t.Helper()
 	if !errors.Is(err, kind) {
 		t.Fatalf("error = %v, want kind %s", err, kind.Name())
@@ -59,8 +60,8 @@ func wantKind(t *testing.T, err error, kind *Kind) {
 	if !errors.As(err, &de) || de.URL == "" {
 		t.Fatalf("error %v is not an *Error naming the URL", err)
 	}
-	if KindOf(err) != kind.Name() {
-		t.Fatalf("KindOf = %q, want %q", KindOf(err), kind.Name())
+	if errkind.Of(err) != kind.Name() {
+		t.Fatalf("KindOf = %q, want %q", errkind.Of(err), kind.Name())
 	}
 }
 
@@ -80,12 +81,12 @@ func TestDownloadTimeout(t *testing.T) {
 	d := newTestDownloader(t, Options{Timeout: 50 * time.Millisecond})
 	for _, path := range []string{"/slow-headers", "/slow-body"} {
 		_, err := get(t, d, srv.URL+path)
-		wantKind(t, err, ErrDownloadTimeout)
+		wantKind(t, err, errkind.DownloadTimeout)
 	}
 	// The download_timeout meta overrides the setting for one request.
 	req := spider.MustRequest(srv.URL+"/slow-headers", nil).Set(MetaDownloadTimeout, 0.01)
 	_, err := newTestDownloader(t, Options{Timeout: time.Hour}).Fetch(context.Background(), req)
-	wantKind(t, err, ErrDownloadTimeout)
+	wantKind(t, err, errkind.DownloadTimeout)
 }
 
 func TestMaxSizeFromContentLengthCancelsBeforeReading(t *testing.T) {
@@ -103,7 +104,7 @@ func TestMaxSizeFromContentLengthCancelsBeforeReading(t *testing.T) {
 	})
 	d := newTestDownloader(t, Options{MaxSize: 1 << 20})
 	_, err := get(t, d, srv.URL)
-	wantKind(t, err, ErrResponseTooLarge)
+	wantKind(t, err, errkind.ResponseTooLarge)
 	if !strings.Contains(err.Error(), "Content-Length") {
 		t.Errorf("error %q should say the Content-Length was too large", err)
 	}
@@ -129,7 +130,7 @@ func TestMaxSizeWhileStreaming(t *testing.T) {
 	})
 	d := newTestDownloader(t, Options{MaxSize: 256 << 10})
 	_, err := get(t, d, srv.URL)
-	wantKind(t, err, ErrResponseTooLarge)
+	wantKind(t, err, errkind.ResponseTooLarge)
 	if n := written.Load(); n > 32<<20 {
 		t.Errorf("server wrote %d bytes before the download was cancelled", n)
 	}
@@ -140,7 +141,7 @@ func TestMaxSizeWhileStreaming(t *testing.T) {
 	}
 	req := spider.MustRequest(small.URL, nil).Set(MetaDownloadMaxSize, 999)
 	_, err = d.Fetch(context.Background(), req)
-	wantKind(t, err, ErrResponseTooLarge)
+	wantKind(t, err, errkind.ResponseTooLarge)
 	req = spider.MustRequest(small.URL, nil).Set(MetaDownloadMaxSize, 1000)
 	if _, err := d.Fetch(context.Background(), req); err != nil {
 		t.Fatalf("body exactly at the limit: %v", err)
@@ -197,7 +198,7 @@ func TestDecompressionBombStopsAtTheLimit(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			_, err := get(t, d, srv.URL)
 			runtime.ReadMemStats(&after)
-			wantKind(t, err, ErrResponseTooLarge)
+			wantKind(t, err, errkind.ResponseTooLarge)
 			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
 				t.Errorf("allocated %d MiB to reject a bomb at %d MiB", alloc>>20, limit>>20)
 			}
@@ -309,7 +310,7 @@ func truncatedServer(t *testing.T) *httptest.Server {
 func TestDataLoss(t *testing.T) {
 	srv := truncatedServer(t)
 	_, err := get(t, newTestDownloader(t, Options{FailOnDataLoss: true}), srv.URL)
-	wantKind(t, err, ErrResponseDataLoss)
+	wantKind(t, err, errkind.ResponseDataLoss)
 
 	res, err := get(t, newTestDownloader(t, Options{FailOnDataLoss: false}), srv.URL)
 	if err != nil {
@@ -321,7 +322,7 @@ func TestDataLoss(t *testing.T) {
 	// The meta overrides the setting.
 	req := spider.MustRequest(srv.URL, nil).Set(MetaDownloadFailOnDataLoss, true)
 	_, err = newTestDownloader(t, Options{FailOnDataLoss: false}).Fetch(context.Background(), req)
-	wantKind(t, err, ErrResponseDataLoss)
+	wantKind(t, err, errkind.ResponseDataLoss)
 }
 
 func TestConnectionRefusedAndReset(t *testing.T) {
@@ -333,7 +334,7 @@ func TestConnectionRefusedAndReset(t *testing.T) {
 	ln.Close()
 	d := newTestDownloader(t, Options{})
 	_, err = get(t, d, refused)
-	wantKind(t, err, ErrDownloadFailed)
+	wantKind(t, err, errkind.DownloadFailed)
 
 	reset := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		conn, _, err := w.(http.Hijacker).Hijack()
@@ -345,7 +346,7 @@ func TestConnectionRefusedAndReset(t *testing.T) {
 		conn.Close()
 	})
 	_, err = get(t, d, reset.URL)
-	wantKind(t, err, ErrDownloadFailed)
+	wantKind(t, err, errkind.DownloadFailed)
 
 	// Reset in the middle of the body (no Content-Length): failed, not data loss.
 	midBody := serve(t, func(w http.ResponseWriter, r *http.Request) {
@@ -360,7 +361,7 @@ func TestConnectionRefusedAndReset(t *testing.T) {
 		conn.Close()
 	})
 	_, err = get(t, d, midBody.URL)
-	if !errors.Is(err, ErrDownloadFailed) && !errors.Is(err, ErrResponseDataLoss) {
+	if !errors.Is(err, errkind.DownloadFailed) && !errors.Is(err, errkind.ResponseDataLoss) {
 		t.Errorf("reset mid-body: err = %v", err)
 	}
 }
@@ -385,7 +386,7 @@ func TestHTTP2Negotiated(t *testing.T) {
 	}
 	// Without trusting the certificate, the TLS failure is a download failure.
 	_, err = get(t, newTestDownloader(t, Options{}), srv.URL)
-	wantKind(t, err, ErrDownloadFailed)
+	wantKind(t, err, errkind.DownloadFailed)
 }
 
 func TestConnectionReuse(t *testing.T) {
@@ -462,19 +463,8 @@ func TestRequestIsSentAsDescribed(t *testing.T) {
 func TestInvalidProxyMeta(t *testing.T) {
 	req := spider.MustRequest("http://127.0.0.1:1/", nil).Set(MetaProxy, "http://[bad")
 	_, err := newTestDownloader(t, Options{}).Fetch(context.Background(), req)
-	wantKind(t, err, ErrDownloadFailed)
+	wantKind(t, err, errkind.DownloadFailed)
 	if !strings.Contains(err.Error(), "proxy") {
 		t.Errorf("error %q does not mention the proxy meta", err)
-	}
-}
-
-func TestResolveKinds(t *testing.T) {
-	errs, err := ResolveKinds("RETRY_EXCEPTIONS", []string{"DownloadFailedError", "DownloadTimeoutError"})
-	if err != nil || len(errs) != 2 || !errors.Is(&Error{Kind: ErrDownloadTimeout}, errs[1]) {
-		t.Fatalf("ResolveKinds = %v, %v", errs, err)
-	}
-	_, err = ResolveKinds("RETRY_EXCEPTIONS", []string{"DownloadFailedErr"})
-	if err == nil || !strings.Contains(err.Error(), "RETRY_EXCEPTIONS") || !strings.Contains(err.Error(), `"DownloadFailedErr"`) {
-		t.Errorf("unknown kind error = %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
 )

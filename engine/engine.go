@@ -40,8 +40,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/downloader"
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/jobdir"
 	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/pipeline"
@@ -106,7 +107,7 @@ type Engine struct {
 	dl        *downloader.Downloader
 	sched     scheduler.Scheduler
 	fetch     *middleware.DownloaderChain
-	gate      offlineGate
+	gate      offlineThrottler
 	handle    middleware.Handler
 	pipes     []pipeline.Named
 	observers []Observer
@@ -213,13 +214,13 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	if err != nil {
 		return nil, err
 	}
-	e.gate = offlineGate{Throttler: thr, chain: e.fetch}
+	e.gate = offlineThrottler{Throttler: thr, chain: e.fetch}
 	storage, err := e.jobStorage()
 	if err != nil {
 		_ = e.fetch.Close()
 		return nil, err
 	}
-	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Gate: e.gate, Stats: e.stats, Log: opts.Log, Clock: opts.Clock, Storage: storage})
+	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Throttler: e.gate, Stats: e.stats, Log: opts.Log, Clock: opts.Clock, Storage: storage})
 	if err != nil {
 		_ = e.fetch.Close()
 		return nil, err
@@ -658,7 +659,7 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 	}
 	if err != nil {
 		if !aborted {
-			kind := downloader.KindOf(err)
+			kind := errkind.Of(err)
 			if kind == "" {
 				kind = "other"
 			}
@@ -901,18 +902,18 @@ func (o *output) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
 	}
 }
 
-// offlineGate is the throttler as the scheduler sees it, except that a
+// offlineThrottler is the throttler as the scheduler sees it, except that a
 // request a downloader middleware promises to answer without sending it (a
 // fresh HTTP cache entry) gets no throttling scopes: it neither waits for
 // nor counts against any scope. The promise is checked again just before
 // the network (middleware.OfflineMiss).
-type offlineGate struct {
+type offlineThrottler struct {
 	*throttling.Throttler
 	chain *middleware.DownloaderChain
 }
 
-// Scopes implements scheduler.Gate.
-func (g offlineGate) Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
+// Scopes implements scheduler.Throttler.
+func (g offlineThrottler) Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
 	if g.chain.AnswerOffline(ctx, req) {
 		return nil, nil
 	}

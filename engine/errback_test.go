@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -82,7 +82,7 @@ func TestErrbackGetsDownloadErrorsNotCallbackErrors(t *testing.T) {
 	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if err := sp.errs["/refused"]; !errors.Is(err, downloader.ErrDownloadFailed) {
+	if err := sp.errs["/refused"]; !errors.Is(err, errkind.DownloadFailed) {
 		t.Errorf("errback for a refused connection got %v, want a DownloadFailedError", err)
 	}
 	if err, ok := sp.errs["/fails-in-callback"]; ok {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/scheduler"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -145,14 +145,14 @@ type recordingScheduler struct {
 	q     list.List
 	id    uint64
 	acked map[uint64]bool
-	gate  scheduler.Gate
+	gate  scheduler.Throttler
 }
 
 var testSchedulers sync.Map // name -> *recordingScheduler
 
 func init() {
 	scheduler.Register("engine-test-recording", func(d scheduler.Deps) (scheduler.Scheduler, error) {
-		s := &recordingScheduler{acked: map[uint64]bool{}, gate: d.Gate}
+		s := &recordingScheduler{acked: map[uint64]bool{}, gate: d.Throttler}
 		testSchedulers.Store(d.Spider.Name(), s)
 		return s, nil
 	})

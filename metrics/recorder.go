@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocrawl/gocrawl/downloader"
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
 )
@@ -194,12 +194,12 @@ func (r *Recorder) RequestFinished(now time.Time, req *spider.Request, scopes th
 	case err != nil && errors.Is(err, context.Canceled):
 		out = outCancelled
 	case err != nil:
-		kind = downloader.KindOf(err)
+		kind = errkind.Of(err)
 		if kind == "" {
 			kind = "other"
 		}
 		out = outNetErr
-		if errors.Is(err, downloader.ErrDownloadTimeout) {
+		if errors.Is(err, errkind.DownloadTimeout) {
 			out = outTimeout
 		}
 	case res != nil:

@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/downloader"
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
 	"github.com/gocrawl/gocrawl/throttling"
@@ -44,8 +45,8 @@ func TestRecorderTaxonomy(t *testing.T) {
 	rec := NewRecorder(RecorderOptions{Clock: clk, BackoffCodes: []int{429, 503}})
 	rec.Begin(t0)
 	a, b := scopesOf("a.example"), scopesOf("b.example")
-	timeout := &downloader.Error{Kind: downloader.ErrDownloadTimeout, URL: "http://a.example/", Err: context.DeadlineExceeded}
-	reset := &downloader.Error{Kind: downloader.ErrDownloadFailed, URL: "http://a.example/", Err: fmt.Errorf("connection reset")}
+	timeout := &downloader.Error{Kind: errkind.DownloadTimeout, URL: "http://a.example/", Err: context.DeadlineExceeded}
+	reset := &downloader.Error{Kind: errkind.DownloadFailed, URL: "http://a.example/", Err: fmt.Errorf("connection reset")}
 	type step struct {
 		scopes throttling.Scopes
 		status int   // 0: err

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gocrawl/gocrawl/internal/registry"
-	"maps"
 	"slices"
-	"sort"
 
-	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/internal/registry"
+
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -39,41 +37,6 @@ func RegisterSpider(name string, f SpiderFactory) {
 	spiders.Register(name, f)
 }
 
-// Entry is one enabled component with its order.
-type Entry struct {
-	Name  string
-	Order int
-}
-
-// Ordered merges the user's map (setting name) over the base map (setting
-// base), drops entries whose order is null, and returns the rest sorted by
-// order (then name). known reports whether a name is registered. Errors
-// name the setting and the entry.
-func Ordered(s *settings.Settings, setting, base string, known func(string) bool) ([]Entry, error) {
-	merged := map[string]any{}
-	if base != "" {
-		maps.Copy(merged, s.Map(base))
-	}
-	maps.Copy(merged, s.Map(setting))
-	var out []Entry
-	for _, name := range slices.Sorted(maps.Keys(merged)) {
-		v := merged[name]
-		if v == nil {
-			continue
-		}
-		n, err := settings.Int.Convert(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s: entry %q: order must be an integer or null, got %v", setting, name, v)
-		}
-		if !known(name) {
-			return nil, fmt.Errorf("%s: entry %q is not a registered component", setting, name)
-		}
-		out = append(out, Entry{Name: name, Order: n.(int)})
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Order < out[j].Order })
-	return out, nil
-}
-
 // DownloaderChain is a built downloader middleware chain: the fetcher the
 // engine calls, plus what the engine needs to know about the middlewares in
 // it (which ones can answer offline, which ones hold resources).
@@ -101,7 +64,7 @@ type namedCloser struct {
 // response last. Invalid entries and middlewares that fail to build give an
 // error naming the entry. Call Close when the crawl ends.
 func NewDownloaderChain(c *spider.Crawler, inner Fetcher) (*DownloaderChain, error) {
-	entries, err := Ordered(c.Settings, "DOWNLOADER_MIDDLEWARES", "DOWNLOADER_MIDDLEWARES_BASE",
+	entries, err := registry.Ordered(c.Settings, "DOWNLOADER_MIDDLEWARES", "DOWNLOADER_MIDDLEWARES_BASE",
 		downloaders.Has)
 	if err != nil {
 		return nil, err
@@ -217,7 +180,7 @@ func BuildDownloader(c *spider.Crawler, inner Fetcher) (Fetcher, []string, error
 // (the callback), lowest order outermost: it sees the response first and
 // the callback's output and error last.
 func BuildSpider(c *spider.Crawler, inner Handler) (Handler, []string, error) {
-	entries, err := Ordered(c.Settings, "SPIDER_MIDDLEWARES", "SPIDER_MIDDLEWARES_BASE",
+	entries, err := registry.Ordered(c.Settings, "SPIDER_MIDDLEWARES", "SPIDER_MIDDLEWARES_BASE",
 		spiders.Has)
 	if err != nil {
 		return nil, nil, err

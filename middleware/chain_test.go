@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -173,7 +174,7 @@ func TestNullOrderDisablesBuiltin(t *testing.T) {
 }
 
 func TestGuardNamesMiddlewareAndRequest(t *testing.T) {
-	dlErr := &downloader.Error{Kind: downloader.ErrDownloadFailed, URL: "x", Err: errors.New("refused")}
+	dlErr := &downloader.Error{Kind: errkind.DownloadFailed, URL: "x", Err: errors.New("refused")}
 	failing := FetcherFunc(func(context.Context, *spider.Request) (*spider.Response, error) { return nil, dlErr })
 	tests := []struct {
 		name      string

@@ -34,8 +34,8 @@ func (*testSpider) Parse(context.Context, *spider.Response, spider.Output) error
 func newCrawler(t *testing.T, sp spider.Spider, set map[string]any) (*spider.Crawler, *syncBuffer) {
 	t.Helper()
 	s := settings.New()
-	// The robots.txt middleware lives in package robots, which this
-	// package's tests do not link.
+	// RobotsTxt is tested on its own (robots_test.go); the other tests'
+	// servers serve no robots.txt, so it stays out of their chains.
 	base := maps.Clone(s.Map("DOWNLOADER_MIDDLEWARES_BASE"))
 	delete(base, "RobotsTxt")
 	if err := s.Set("DOWNLOADER_MIDDLEWARES_BASE", base, settings.SourceFile, "test"); err != nil {

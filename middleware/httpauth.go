@@ -13,8 +13,8 @@ import (
 
 func init() { RegisterDownloader("HttpAuth", newHTTPAuth) }
 
-// HTTPAuth are HTTP Basic credentials and the domain they may be sent to.
-type HTTPAuth struct {
+// BasicAuth are HTTP Basic credentials and the domain they may be sent to.
+type BasicAuth struct {
 	User, Pass string
 	// Domain limits where the credentials are sent: that domain and its
 	// subdomains. "" means the domain of the first request the spider
@@ -23,19 +23,19 @@ type HTTPAuth struct {
 	Domain string
 }
 
-// HTTPAuther is implemented by spiders that log in with HTTP Basic auth,
+// BasicAuther is implemented by spiders that log in with HTTP Basic auth,
 // Scrapy's http_user, http_pass and http_auth_domain attributes.
-type HTTPAuther interface {
-	HTTPAuth() HTTPAuth
+type BasicAuther interface {
+	BasicAuth() BasicAuth
 }
 
-// HttpAuth adds an Authorization: Basic header to requests, from the
-// spider's HTTPAuth (sent only to its domain and subdomains) or from the
+// HTTPAuth (the "HttpAuth" downloader middleware) adds an Authorization: Basic header to requests, from the
+// spider's BasicAuth (sent only to its domain and subdomains) or from the
 // request's http_user/http_pass meta (sent with that request only, and
 // dropped by Redirect when the host changes). A request that already has an
 // Authorization header keeps it. Credentials are never logged.
-type HttpAuth struct {
-	auth HTTPAuth
+type HTTPAuth struct {
+	auth BasicAuth
 	has  bool
 
 	once   sync.Once
@@ -46,14 +46,14 @@ func newHTTPAuth(c *spider.Crawler) (Downloader, error) {
 	if !c.Settings.Bool("HTTPAUTH_ENABLED") {
 		return nil, nil
 	}
-	m := &HttpAuth{}
-	if a, ok := c.Spider.(HTTPAuther); ok {
-		m.auth, m.has = a.HTTPAuth(), true
+	m := &HTTPAuth{}
+	if a, ok := c.Spider.(BasicAuther); ok {
+		m.auth, m.has = a.BasicAuth(), true
 		if m.auth.User == "" && m.auth.Pass == "" {
 			m.has = false
 		}
 		if strings.Contains(m.auth.Domain, "/") {
-			return nil, fmt.Errorf("HTTPAuth domain %q: want a domain such as example.com, not a URL", m.auth.Domain)
+			return nil, fmt.Errorf("BasicAuth domain %q: want a domain such as example.com, not a URL", m.auth.Domain)
 		}
 		m.domain = strings.ToLower(strings.TrimSuffix(m.auth.Domain, "."))
 	}
@@ -61,7 +61,7 @@ func newHTTPAuth(c *spider.Crawler) (Downloader, error) {
 }
 
 // WrapFetcher implements Downloader.
-func (m *HttpAuth) WrapFetcher(next Fetcher) Fetcher {
+func (m *HTTPAuth) WrapFetcher(next Fetcher) Fetcher {
 	return FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 		if req.Header.Get("Authorization") != "" {
 			return next.Fetch(ctx, req)
@@ -85,7 +85,7 @@ func (m *HttpAuth) WrapFetcher(next Fetcher) Fetcher {
 	})
 }
 
-func (m *HttpAuth) allowed(req *spider.Request) bool {
+func (m *HTTPAuth) allowed(req *spider.Request) bool {
 	m.once.Do(func() {
 		if m.domain == "" {
 			m.domain = strings.ToLower(req.URL.Hostname())

@@ -13,10 +13,10 @@ import (
 
 type authSpider struct {
 	testSpider
-	auth HTTPAuth
+	auth BasicAuth
 }
 
-func (s *authSpider) HTTPAuth() HTTPAuth { return s.auth }
+func (s *authSpider) BasicAuth() BasicAuth { return s.auth }
 
 func authEcho(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -27,20 +27,20 @@ func authEcho(t *testing.T) *httptest.Server {
 	return srv
 }
 
-func TestHttpAuth(t *testing.T) {
+func TestHTTPAuth(t *testing.T) {
 	srv := authEcho(t)
 	other := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 	tests := []struct {
 		name string
-		auth HTTPAuth
+		auth BasicAuth
 		url  string
 		meta map[string]any
 		want string
 	}{
-		{name: "auth domain", auth: HTTPAuth{User: "u", Pass: "p", Domain: "127.0.0.1"}, url: srv.URL, want: "true u:p"},
-		{name: "other domain", auth: HTTPAuth{User: "u", Pass: "p", Domain: "127.0.0.1"}, url: other, want: "false :"},
-		{name: "domain of the first request", auth: HTTPAuth{User: "u", Pass: "p"}, url: srv.URL, want: "true u:p"},
-		{name: "any domain", auth: HTTPAuth{User: "u", Pass: "p", Domain: "*"}, url: other, want: "true u:p"},
+		{name: "auth domain", auth: BasicAuth{User: "u", Pass: "p", Domain: "127.0.0.1"}, url: srv.URL, want: "true u:p"},
+		{name: "other domain", auth: BasicAuth{User: "u", Pass: "p", Domain: "127.0.0.1"}, url: other, want: "false :"},
+		{name: "domain of the first request", auth: BasicAuth{User: "u", Pass: "p"}, url: srv.URL, want: "true u:p"},
+		{name: "any domain", auth: BasicAuth{User: "u", Pass: "p", Domain: "*"}, url: other, want: "true u:p"},
 		{name: "meta", url: other, meta: map[string]any{MetaHTTPUser: "m", MetaHTTPPass: "q"}, want: "true m:q"},
 		{name: "no credentials", url: srv.URL, want: "false :"},
 	}
@@ -66,10 +66,10 @@ func TestHttpAuth(t *testing.T) {
 	}
 }
 
-func TestHttpAuthFirstRequestDomainSticks(t *testing.T) {
+func TestHTTPAuthFirstRequestDomainSticks(t *testing.T) {
 	srv := authEcho(t)
 	other := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
-	c, _ := newCrawler(t, &authSpider{auth: HTTPAuth{User: "u", Pass: "p"}}, only(nil, "HttpAuth"))
+	c, _ := newCrawler(t, &authSpider{auth: BasicAuth{User: "u", Pass: "p"}}, only(nil, "HttpAuth"))
 	ch := chainFor(t, c, realFetcher())
 	ctx := context.Background()
 	ch.Fetch(ctx, spider.MustRequest(srv.URL+"/", nil))

@@ -10,8 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gocrawl/gocrawl/downloader"
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/middleware/httpcache"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
@@ -19,7 +19,7 @@ import (
 
 func init() { RegisterDownloader("HttpCache", newHTTPCache) }
 
-// HttpCache answers requests from responses stored earlier in a Pebble
+// HTTPCache (the "HttpCache" downloader middleware) answers requests from responses stored earlier in a Pebble
 // database under HTTPCACHE_DIR/<spider name> (HTTPCACHE_ENABLED turns it
 // on). HTTPCACHE_POLICY decides what is stored and when it is used:
 // DummyPolicy (everything, always) or RFC9111Policy (HTTP caching rules,
@@ -29,7 +29,7 @@ func init() { RegisterDownloader("HttpCache", newHTTPCache) }
 // are dropped (reason httpcache_missing) instead of downloaded. The
 // dont_cache meta keeps a request away from the cache.
 //
-// Cached responses skip throttling: no request is sent. HttpCache is an
+// Cached responses skip throttling: no request is sent. HTTPCache is an
 // Answerer, so when a request is scheduled the engine asks whether it will
 // be answered from the cache; if so the request gets no throttling scopes
 // (it neither waits for a backing-off scope nor counts as a start) and it
@@ -41,7 +41,7 @@ func init() { RegisterDownloader("HttpCache", newHTTPCache) }
 // Stats: httpcache/hit, httpcache/miss, httpcache/store,
 // httpcache/uncacheable, httpcache/firsthand, httpcache/revalidate,
 // httpcache/invalidate, httpcache/errorrecovery, httpcache/ignore.
-type HttpCache struct {
+type HTTPCache struct {
 	store         *httpcache.Store
 	policy        httpcache.Policy
 	expiration    time.Duration
@@ -56,22 +56,22 @@ func newHTTPCache(c *spider.Crawler) (Downloader, error) {
 	if !c.Settings.Bool("HTTPCACHE_ENABLED") {
 		return nil, nil
 	}
-	return NewHttpCache(c, HttpCacheOptions{})
+	return NewHTTPCache(c, HTTPCacheOptions{})
 }
 
-// HttpCacheOptions configure NewHttpCache beyond the settings.
-type HttpCacheOptions struct {
+// HTTPCacheOptions configure NewHTTPCache beyond the settings.
+type HTTPCacheOptions struct {
 	// Clock defaults to the real clock.
 	Clock clock.Clock
 	// Store replaces the Pebble database under HTTPCACHE_DIR.
 	Store *httpcache.Store
 }
 
-// NewHttpCache builds the HttpCache middleware from the crawl's settings
+// NewHTTPCache builds the HttpCache middleware from the crawl's settings
 // (whatever HTTPCACHE_ENABLED says). Close it when done.
-func NewHttpCache(c *spider.Crawler, o HttpCacheOptions) (*HttpCache, error) {
+func NewHTTPCache(c *spider.Crawler, o HTTPCacheOptions) (*HTTPCache, error) {
 	s := c.Settings
-	m := &HttpCache{
+	m := &HTTPCache{
 		expiration:    s.Seconds("HTTPCACHE_EXPIRATION_SECS"),
 		ignoreCodes:   map[int]bool{},
 		ignoreMissing: s.Bool("HTTPCACHE_IGNORE_MISSING"),
@@ -114,20 +114,20 @@ func NewHttpCache(c *spider.Crawler, o HttpCacheOptions) (*HttpCache, error) {
 }
 
 // Close closes the cache database.
-func (m *HttpCache) Close() error { return m.store.Close() }
+func (m *HTTPCache) Close() error { return m.store.Close() }
 
-func (m *HttpCache) inc(key string) {
+func (m *HTTPCache) inc(key string) {
 	if m.stats != nil {
 		m.stats.Inc(key, 1)
 	}
 }
 
-func (m *HttpCache) usable(req *spider.Request) bool {
+func (m *HTTPCache) usable(req *spider.Request) bool {
 	return !metaBool(req, MetaDontCache) && m.policy.ShouldCacheRequest(req)
 }
 
 // meta returns the stored metadata of req, nil when missing or expired.
-func (m *HttpCache) meta(fp string, now time.Time) *httpcache.Meta {
+func (m *HTTPCache) meta(fp string, now time.Time) *httpcache.Meta {
 	md, err := m.store.Meta(fp)
 	if err != nil {
 		if !errors.Is(err, httpcache.ErrNotFound) {
@@ -143,7 +143,7 @@ func (m *HttpCache) meta(fp string, now time.Time) *httpcache.Meta {
 
 // WillAnswer implements Answerer: true for a fresh entry, or for a missing
 // one with HTTPCACHE_IGNORE_MISSING (it is dropped without being sent).
-func (m *HttpCache) WillAnswer(ctx context.Context, req *spider.Request) bool {
+func (m *HTTPCache) WillAnswer(ctx context.Context, req *spider.Request) bool {
 	if !m.usable(req) {
 		return false
 	}
@@ -155,7 +155,7 @@ func (m *HttpCache) WillAnswer(ctx context.Context, req *spider.Request) bool {
 }
 
 // WrapFetcher implements Downloader.
-func (m *HttpCache) WrapFetcher(next Fetcher) Fetcher {
+func (m *HTTPCache) WrapFetcher(next Fetcher) Fetcher {
 	return FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 		if !m.usable(req) {
 			return next.Fetch(ctx, req)
@@ -187,7 +187,7 @@ func (m *HttpCache) WrapFetcher(next Fetcher) Fetcher {
 		}
 		res, err := next.Fetch(ctx, send)
 		if err != nil {
-			if cached != nil && ctx.Err() == nil && downloader.KindOf(err) != "" {
+			if cached != nil && ctx.Err() == nil && errkind.Of(err) != "" {
 				m.inc("httpcache/errorrecovery")
 				return cached.Response(req), nil
 			}

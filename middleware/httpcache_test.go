@@ -14,7 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/middleware/httpcache"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -47,14 +47,14 @@ func newCacheServer(t *testing.T, headers func(path string, r *http.Request) (in
 	return cs
 }
 
-func newCache(t *testing.T, set map[string]any, clk clock.Clock) (*HttpCache, *spider.Crawler) {
+func newCache(t *testing.T, set map[string]any, clk clock.Clock) (*HTTPCache, *spider.Crawler) {
 	t.Helper()
 	c, _ := newCrawler(t, nil, set)
 	st, err := httpcache.Open("cache", httpcache.StoreOptions{FS: vfs.NewMem()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewHttpCache(c, HttpCacheOptions{Clock: clk, Store: st})
+	m, err := NewHTTPCache(c, HTTPCacheOptions{Clock: clk, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func newCache(t *testing.T, set map[string]any, clk clock.Clock) (*HttpCache, *s
 	return m, c
 }
 
-func TestHttpCacheDummyPolicy(t *testing.T) {
+func TestHTTPCacheDummyPolicy(t *testing.T) {
 	srv := newCacheServer(t, func(path string, r *http.Request) (int, http.Header) {
 		if path == "/missing" {
 			return 404, nil
@@ -125,7 +125,7 @@ func TestHttpCacheDummyPolicy(t *testing.T) {
 	}
 }
 
-func TestHttpCacheIgnoreMissing(t *testing.T) {
+func TestHTTPCacheIgnoreMissing(t *testing.T) {
 	m, _ := newCache(t, map[string]any{"HTTPCACHE_IGNORE_MISSING": true}, nil)
 	r := spider.MustRequest("http://127.0.0.1:1/never", nil)
 	if !m.WillAnswer(context.Background(), r) {
@@ -141,7 +141,7 @@ func TestHttpCacheIgnoreMissing(t *testing.T) {
 	}
 }
 
-func TestHttpCacheRFC9111(t *testing.T) {
+func TestHTTPCacheRFC9111(t *testing.T) {
 	date := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	srv := newCacheServer(t, func(path string, r *http.Request) (int, http.Header) {
 		h := http.Header{"Date": {date.Format(http.TimeFormat)}}
@@ -265,7 +265,7 @@ func TestRFC9111Freshness(t *testing.T) {
 	}
 }
 
-func TestHttpCacheBadSettings(t *testing.T) {
+func TestHTTPCacheBadSettings(t *testing.T) {
 	c, _ := newCrawler(t, nil, map[string]any{"HTTPCACHE_ENABLED": true, "HTTPCACHE_POLICY": "Sometimes", "HTTPCACHE_DIR": t.TempDir()})
 	if _, err := NewDownloaderChain(c, statusFetcher(200, nil)); err == nil ||
 		!strings.Contains(err.Error(), `HTTPCACHE_POLICY: unknown policy "Sometimes"`) {

@@ -13,7 +13,7 @@ import (
 
 func init() { RegisterDownloader("HttpProxy", newHTTPProxy) }
 
-// HttpProxy routes requests through a proxy: the request's proxy meta
+// HTTPProxy (the "HttpProxy" downloader middleware) routes requests through a proxy: the request's proxy meta
 // ("http://user:pass@proxy:3128"), else the one the environment names for
 // the request's scheme (HTTP_PROXY, HTTPS_PROXY and NO_PROXY, read once
 // when the crawl starts, in upper or lower case; loopback hosts are never
@@ -25,7 +25,7 @@ func init() { RegisterDownloader("HttpProxy", newHTTPProxy) }
 //
 // When a redirect changes the scheme, a proxy chosen from the environment
 // is chosen again for the new scheme; a proxy meta set by the spider is kept.
-type HttpProxy struct {
+type HTTPProxy struct {
 	fromEnv func(*url.URL) (*url.URL, error)
 }
 
@@ -33,11 +33,11 @@ func newHTTPProxy(c *spider.Crawler) (Downloader, error) {
 	if !c.Settings.Bool("HTTPPROXY_ENABLED") {
 		return nil, nil
 	}
-	return &HttpProxy{fromEnv: httpproxy.FromEnvironment().ProxyFunc()}, nil
+	return &HTTPProxy{fromEnv: httpproxy.FromEnvironment().ProxyFunc()}, nil
 }
 
 // WrapFetcher implements Downloader.
-func (m *HttpProxy) WrapFetcher(next Fetcher) Fetcher {
+func (m *HTTPProxy) WrapFetcher(next Fetcher) Fetcher {
 	return FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 		if p, ok := req.Get(MetaProxy).(string); ok && p != "" {
 			u, err := url.Parse(p)

@@ -21,7 +21,7 @@ func proxyServer(t *testing.T) *httptest.Server {
 	return srv
 }
 
-func TestHttpProxyMeta(t *testing.T) {
+func TestHTTPProxyMeta(t *testing.T) {
 	proxy := proxyServer(t)
 	c, logs := newCrawler(t, nil, only(nil, "HttpProxy"))
 	ch := chainFor(t, c, realFetcher())
@@ -46,7 +46,7 @@ func TestHttpProxyMeta(t *testing.T) {
 	}
 }
 
-func TestHttpProxyFromEnvironment(t *testing.T) {
+func TestHTTPProxyFromEnvironment(t *testing.T) {
 	proxy := proxyServer(t)
 	t.Setenv("HTTP_PROXY", proxy.URL)
 	t.Setenv("http_proxy", proxy.URL)

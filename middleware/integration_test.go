@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/engine"
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
@@ -192,11 +192,11 @@ func TestRetriesExhaustedReachErrback(t *testing.T) {
 	}
 	var sawHTTP, sawDownload bool
 	for _, err := range sp.errs {
-		var he *middleware.HTTPError
+		var he *middleware.StatusError
 		if errors.As(err, &he) && he.Response.Status == 502 {
 			sawHTTP = true
 		}
-		if errors.Is(err, downloader.ErrResponseDataLoss) {
+		if errors.Is(err, errkind.ResponseDataLoss) {
 			sawDownload = true
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
 )
@@ -46,7 +46,7 @@ func newRetry(c *spider.Crawler) (Downloader, error) {
 	if !s.Bool("RETRY_ENABLED") {
 		return nil, nil
 	}
-	kinds, err := downloader.ResolveKinds("RETRY_EXCEPTIONS", s.Strings("RETRY_EXCEPTIONS"))
+	kinds, err := errkind.Resolve("RETRY_EXCEPTIONS", s.Strings("RETRY_EXCEPTIONS"))
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func RetryRequest(req *spider.Request, reason string, maxRetries, priorityAdjust
 
 // reasonOfError names a download error by its kind ("DownloadTimeoutError").
 func reasonOfError(err error) string {
-	if k := downloader.KindOf(err); k != "" {
+	if k := errkind.Of(err); k != "" {
 		return k
 	}
 	return "other"

@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
 func TestRetry(t *testing.T) {
-	timeout := &downloader.Error{Kind: downloader.ErrDownloadTimeout, URL: "u", Err: context.DeadlineExceeded}
-	tooBig := &downloader.Error{Kind: downloader.ErrResponseTooLarge, URL: "u", Err: errors.New("big")}
+	timeout := &downloader.Error{Kind: errkind.DownloadTimeout, URL: "u", Err: context.DeadlineExceeded}
+	tooBig := &downloader.Error{Kind: errkind.ResponseTooLarge, URL: "u", Err: errors.New("big")}
 	tests := []struct {
 		name        string
 		set         map[string]any
@@ -84,7 +85,7 @@ func TestRetryDoesNotRetryCancelled(t *testing.T) {
 	c, _ := newCrawler(t, nil, only(nil, "Retry"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	dlErr := &downloader.Error{Kind: downloader.ErrDownloadFailed, URL: "u", Err: context.Canceled}
+	dlErr := &downloader.Error{Kind: errkind.DownloadFailed, URL: "u", Err: context.Canceled}
 	ch := chainFor(t, c, FetcherFunc(func(context.Context, *spider.Request) (*spider.Response, error) { return nil, dlErr }))
 	if _, err := ch.Fetch(ctx, spider.MustRequest("http://127.0.0.1/", nil)); err != dlErr {
 		t.Errorf("error = %v, want the download error (no retry of an aborted crawl)", err)

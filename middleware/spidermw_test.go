@@ -45,7 +45,7 @@ func response(rawURL string, status int, hdr http.Header) *spider.Response {
 	return &spider.Response{URL: req.URL, Status: status, Header: hdr, Request: req}
 }
 
-func TestHttpError(t *testing.T) {
+func TestHTTPError(t *testing.T) {
 	tests := []struct {
 		name   string
 		set    map[string]any
@@ -79,7 +79,7 @@ func TestHttpError(t *testing.T) {
 				}
 				return
 			}
-			var he *HTTPError
+			var he *StatusError
 			var d *DropError
 			if !errors.As(err, &d) || d.Reason != "httperror" || !errors.As(err, &he) || he.Response != res {
 				t.Fatalf("error = %v, want a httperror drop carrying the response", err)
@@ -171,7 +171,7 @@ func TestOffsiteWithoutDomainsIsOff(t *testing.T) {
 	}
 }
 
-func TestDepthAndUrlLength(t *testing.T) {
+func TestDepthAndURLLength(t *testing.T) {
 	res := response("http://127.0.0.1/", 200, nil)
 	res.Request.Depth = 2
 	long := "/" + strings.Repeat("x", 100)

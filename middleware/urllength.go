@@ -11,11 +11,11 @@ import (
 
 func init() { RegisterSpider("UrlLength", newURLLength) }
 
-// UrlLength drops requests produced by callbacks whose URL is longer than
+// URLLength (the "UrlLength" spider middleware) drops requests produced by callbacks whose URL is longer than
 // URLLENGTH_LIMIT characters (0 disables it): such URLs are usually
 // crawler traps (ever-growing query strings or paths). Stat:
 // urllength/request_ignored_count.
-type UrlLength struct {
+type URLLength struct {
 	limit int
 	stats *stats.Collector
 	log   zerolog.Logger
@@ -26,11 +26,11 @@ func newURLLength(c *spider.Crawler) (Spider, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	return &UrlLength{limit: n, stats: c.Stats, log: c.Log}, nil
+	return &URLLength{limit: n, stats: c.Stats, log: c.Log}, nil
 }
 
 // WrapHandler implements Spider.
-func (m *UrlLength) WrapHandler(next Handler) Handler {
+func (m *URLLength) WrapHandler(next Handler) Handler {
 	return HandlerFunc(func(ctx context.Context, res *spider.Response, out spider.Output) error {
 		return next.Handle(ctx, res, &OutputHooks{Next: out, OnRequest: func(r *spider.Request) *spider.Request {
 			if n := len(r.URL.String()); n > m.limit {

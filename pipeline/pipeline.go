@@ -10,9 +10,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/gocrawl/gocrawl/internal/registry"
 
-	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -42,17 +42,17 @@ type Func func(ctx context.Context, item any) (any, error)
 // ProcessItem calls f.
 func (f Func) ProcessItem(ctx context.Context, item any) (any, error) { return f(ctx, item) }
 
-// DropError drops an item with a reason, without counting it as an error.
-type DropError struct{ Reason string }
+// DropItemError drops an item with a reason, without counting it as an error.
+type DropItemError struct{ Reason string }
 
-func (e *DropError) Error() string { return "item dropped: " + e.Reason }
+func (e *DropItemError) Error() string { return "item dropped: " + e.Reason }
 
 // Drop returns an error that drops the item for reason.
-func Drop(reason string) error { return &DropError{Reason: reason} }
+func Drop(reason string) error { return &DropItemError{Reason: reason} }
 
 // Reason returns the stat-friendly reason an error dropped an item.
 func Reason(err error) string {
-	var d *DropError
+	var d *DropItemError
 	if errors.As(err, &d) {
 		return d.Reason
 	}
@@ -77,7 +77,7 @@ type Named struct {
 
 // Build returns the pipelines enabled by ITEM_PIPELINES, in order.
 func Build(c *spider.Crawler) ([]Named, error) {
-	entries, err := middleware.Ordered(c.Settings, "ITEM_PIPELINES", "", factories.Has)
+	entries, err := registry.Ordered(c.Settings, "ITEM_PIPELINES", "", factories.Has)
 	if err != nil {
 		return nil, err
 	}

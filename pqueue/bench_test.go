@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"

@@ -3,12 +3,13 @@ package pqueue
 import (
 	"context"
 	"fmt"
-	"github.com/gocrawl/gocrawl/internal/registry"
 	"time"
+
+	"github.com/gocrawl/gocrawl/internal/registry"
 
 	"github.com/rs/zerolog"
 
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"

@@ -52,7 +52,7 @@ func newScheduler(d Deps, gated bool) (Scheduler, error) {
 	if gated && name == "ThrottlingAwarePriorityQueue" {
 		name = "PriorityQueue"
 	}
-	q, err := pqueue.New(name, pqueue.Deps{Store: st.Queue, Gate: d.Gate, Clock: d.Clock, Log: d.Log, Settings: d.Settings})
+	q, err := pqueue.New(name, pqueue.Deps{Store: st.Queue, Gate: d.Throttler, Clock: d.Clock, Log: d.Log, Settings: d.Settings})
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (s *scheduler) Enqueue(ctx context.Context, req *spider.Request) (bool, err
 	if dup, err := s.filter.Seen(ctx, req); err != nil || dup {
 		return false, err
 	}
-	scopes, err := s.d.Gate.Scopes(ctx, req)
+	scopes, err := s.d.Throttler.Scopes(ctx, req)
 	if err != nil {
 		return false, s.forget(ctx, req, err)
 	}

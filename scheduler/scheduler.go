@@ -18,12 +18,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gocrawl/gocrawl/internal/registry"
 	"time"
+
+	"github.com/gocrawl/gocrawl/internal/registry"
+	"github.com/gocrawl/gocrawl/pqueue"
 
 	"github.com/rs/zerolog"
 
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
@@ -38,7 +40,7 @@ type Job struct {
 	Scopes throttling.Scopes
 	// Admitted is true when the scheduler has already recorded the send
 	// with the throttler (throttling-aware scheduling); when false the
-	// engine must wait for admission with Gate.Admit while holding a slot.
+	// engine must wait for admission with Throttler.Admit while holding a slot.
 	Admitted bool
 	// SentAt is when the request was admitted.
 	SentAt time.Time
@@ -82,23 +84,26 @@ type Notifier interface {
 	Changed() <-chan struct{}
 }
 
-// Gate is what a scheduler needs from the throttler.
-type Gate interface {
+// Throttler is what a scheduler needs from the throttler
+// (*throttling.Throttler implements it): the admission gate its priority
+// queue consults (pqueue.Gate), plus assigning a request's scopes when it
+// is enqueued and the engine-gated mode's whole-request wait.
+type Throttler interface {
+	pqueue.Gate
+	// Scopes returns the throttling scopes of req.
 	Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error)
+	// Wait reports how long a request with scopes must wait at now.
 	Wait(now time.Time, scopes throttling.Scopes) time.Duration
-	ScopeWait(now time.Time, scope string, amount float64) time.Duration
-	Sent(now time.Time, scopes throttling.Scopes)
-	Watch(fn func(scope string))
 }
 
 // Deps are what a scheduler is built from.
 type Deps struct {
-	Settings *settings.Settings
-	Spider   spider.Spider
-	Gate     Gate
-	Stats    *stats.Collector
-	Log      zerolog.Logger
-	Clock    clock.Clock
+	Settings  *settings.Settings
+	Spider    spider.Spider
+	Throttler Throttler
+	Stats     *stats.Collector
+	Log       zerolog.Logger
+	Clock     clock.Clock
 	// Storage replaces the storage chosen from the settings (tests, or a
 	// caller that manages the job directory itself). Nil fields mean memory.
 	Storage *Storage

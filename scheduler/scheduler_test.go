@@ -9,8 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/dupefilter"
-	"github.com/gocrawl/gocrawl/internal/clock"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/scheduler"
 	"github.com/gocrawl/gocrawl/settings"
@@ -40,7 +40,7 @@ func newEnv(t *testing.T, set map[string]any) *env {
 		t.Fatal(err)
 	}
 	st := stats.New()
-	sch, err := scheduler.New(scheduler.Deps{Settings: s, Gate: thr, Stats: st, Log: zerolog.Nop(), Clock: clk})
+	sch, err := scheduler.New(scheduler.Deps{Settings: s, Throttler: thr, Stats: st, Log: zerolog.Nop(), Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestStorageOverride(t *testing.T) {
 	s := settings.New()
 	thr, _ := throttling.New(s, throttling.Options{})
 	store, seen := pqueue.NewMemoryStore(), dupefilter.NewMemorySet()
-	sch, err := scheduler.New(scheduler.Deps{Settings: s, Gate: thr, Log: zerolog.Nop(), Storage: &scheduler.Storage{Queue: store, Seen: seen}})
+	sch, err := scheduler.New(scheduler.Deps{Settings: s, Throttler: thr, Log: zerolog.Nop(), Storage: &scheduler.Storage{Queue: store, Seen: seen}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+
 	"github.com/gocrawl/gocrawl/internal/registry"
 
 	"github.com/gocrawl/gocrawl/dupefilter"

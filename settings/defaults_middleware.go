@@ -51,7 +51,7 @@ func init() {
 		// Cookies, auth, proxy.
 		{Name: "COOKIES_ENABLED", Type: Bool, Default: true, Doc: "Keep cookies in a jar per spider (the cookiejar meta selects other sessions) and send them back."},
 		{Name: "COOKIES_DEBUG", Type: Bool, Default: false, Doc: "Log cookies sent and received (names only; values are redacted)."},
-		{Name: "HTTPAUTH_ENABLED", Type: Bool, Default: true, Doc: "Send HTTP Basic credentials from the spider (HTTPAuther) or the http_user/http_pass meta, only to their domain."},
+		{Name: "HTTPAUTH_ENABLED", Type: Bool, Default: true, Doc: "Send HTTP Basic credentials from the spider (BasicAuther) or the http_user/http_pass meta, only to their domain."},
 		{Name: "HTTPPROXY_ENABLED", Type: Bool, Default: true, Doc: "Route requests through the proxy meta or the HTTP_PROXY/HTTPS_PROXY/NO_PROXY environment."},
 
 		// HTTP cache.

@@ -55,7 +55,7 @@ type Callback func(ctx context.Context, res *Response, out Output) error
 
 // Errback handles a request that did not reach its callback: a download
 // error after the retry middleware gave up (err matches a downloader error
-// kind such as downloader.ErrDownloadTimeout), or a request or response
+// kind such as errkind.DownloadTimeout), or a request or response
 // dropped on purpose by a middleware (a *middleware.DropError: robots.txt,
 // offsite, HTTP error status). Errors returned by the callback itself are
 // not passed to the errback. Like a callback, an errback may emit items and

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/settings"
 )
 
@@ -274,7 +274,7 @@ func (b *BackoffConfig) finish(scope, prefix string) error {
 			return bad("http_codes", fmt.Sprintf("%d is not an HTTP status code", code))
 		}
 	}
-	errs, err := downloader.ResolveKinds("exceptions", b.Exceptions)
+	errs, err := errkind.Resolve("exceptions", b.Exceptions)
 	if err != nil {
 		return bad("exceptions", strings.TrimPrefix(err.Error(), "exceptions: "))
 	}

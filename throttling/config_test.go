@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
 )
 
 func TestScopesValidation(t *testing.T) {
@@ -34,7 +34,7 @@ func TestScopesValidation(t *testing.T) {
 		{"backoff factor below 1", map[string]any{"backoff": map[string]any{"delay_factor": 0.5}}, []string{`key "backoff.delay_factor"`, "below 1"}},
 		{"backoff min above max", map[string]any{"backoff": map[string]any{"min_delay": 10, "max_delay": 5}}, []string{`key "backoff.min_delay"`}},
 		{"backoff bad code", map[string]any{"backoff": map[string]any{"http_codes": []any{42}}}, []string{`key "backoff.http_codes"`, "42"}},
-		{"backoff unknown exception", map[string]any{"backoff": map[string]any{"exceptions": []any{"builtins.IOError"}}}, []string{`key "backoff.exceptions"`, "builtins.IOError", "RegisterKind"}},
+		{"backoff unknown exception", map[string]any{"backoff": map[string]any{"exceptions": []any{"builtins.IOError"}}}, []string{`key "backoff.exceptions"`, "builtins.IOError", "errkind.Register"}},
 		{"backoff unknown key", map[string]any{"backoff": map[string]any{"factor": 2}}, []string{`key "backoff.factor"`}},
 		{"unknown manager", map[string]any{"manager": "NoSuchManager"}, []string{`key "manager"`, "NoSuchManager", "registered"}},
 		{"ignore_robots_txt not bool", map[string]any{"ignore_robots_txt": "maybe"}, []string{`key "ignore_robots_txt"`}},

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/gocrawl/gocrawl/downloader"
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/dnscache"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -25,14 +25,14 @@ type DefaultManager struct {
 	// PerIP adds the request's resolved IP as a second scope.
 	PerIP bool
 	// DNS is where IPs are looked up (its cache only, never resolving).
-	DNS *downloader.DNSCache
+	DNS *dnscache.Cache
 	// Clock dates HTTP-date Retry-After values; nil means the real clock.
 	Clock clock.Clock
 }
 
 // NewDefaultManager returns the default manager for cfg; dns may be nil
 // (no IP scopes).
-func NewDefaultManager(cfg *Config, dns *downloader.DNSCache) *DefaultManager {
+func NewDefaultManager(cfg *Config, dns *dnscache.Cache) *DefaultManager {
 	return &DefaultManager{Config: cfg, PerIP: cfg.PerIP > 0, DNS: dns}
 }
 

@@ -51,7 +51,7 @@ type sentAtKey struct{}
 // WithSentAt returns ctx carrying the time the request being fetched was
 // admitted by the throttler. The engine sets it around the downloader
 // middlewares, so a middleware can tell whether a request was admitted
-// before a change of its scope's configuration (see package robots).
+// before a change of its scope's configuration (see middleware.RobotsTxt).
 func WithSentAt(ctx context.Context, sentAt time.Time) context.Context {
 	return context.WithValue(ctx, sentAtKey{}, sentAt)
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/settings"
 )
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/throttling"
 )

@@ -2,13 +2,14 @@ package throttling
 
 import (
 	"fmt"
-	"github.com/gocrawl/gocrawl/internal/registry"
 	"math/rand/v2"
+
+	"github.com/gocrawl/gocrawl/dnscache"
+	"github.com/gocrawl/gocrawl/internal/registry"
 
 	"github.com/rs/zerolog"
 
-	"github.com/gocrawl/gocrawl/downloader"
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/settings"
 )
 
@@ -41,7 +42,7 @@ type ManagerDeps struct {
 	// Log is the crawl's logger.
 	Log zerolog.Logger
 	// DNS is the downloader's DNS cache (IP scopes); may be nil.
-	DNS *downloader.DNSCache
+	DNS *dnscache.Cache
 	// Clock is the crawl's clock.
 	Clock clock.Clock
 }

@@ -33,8 +33,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gocrawl/gocrawl/downloader"
-	"github.com/gocrawl/gocrawl/internal/clock"
+	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/dnscache"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -58,7 +58,7 @@ type Options struct {
 	// Log receives warnings and, with THROTTLING_DEBUG, decisions.
 	Log zerolog.Logger
 	// DNS is the downloader's DNS cache, for IP scopes.
-	DNS *downloader.DNSCache
+	DNS *dnscache.Cache
 	// Rand is the source of jitter; nil seeds one randomly.
 	Rand *rand.Rand
 	// Manager replaces THROTTLING_MANAGER.

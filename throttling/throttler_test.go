@@ -10,7 +10,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/dnscache"
 	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -115,9 +117,9 @@ func TestExceptionTriggers(t *testing.T) {
 		err     error
 		trigger bool
 	}{
-		{&downloader.Error{Kind: downloader.ErrDownloadTimeout, URL: "u", Err: errors.New("slow")}, true},
-		{fmt.Errorf("wrapped: %w", &downloader.Error{Kind: downloader.ErrDownloadFailed, URL: "u", Err: errors.New("reset")}), true},
-		{&downloader.Error{Kind: downloader.ErrResponseTooLarge, URL: "u", Err: errors.New("big")}, false},
+		{&downloader.Error{Kind: errkind.DownloadTimeout, URL: "u", Err: errors.New("slow")}, true},
+		{fmt.Errorf("wrapped: %w", &downloader.Error{Kind: errkind.DownloadFailed, URL: "u", Err: errors.New("reset")}), true},
+		{&downloader.Error{Kind: errkind.ResponseTooLarge, URL: "u", Err: errors.New("big")}, false},
 		{errors.New("other"), false},
 	} {
 		fb, err := th.Manager().GetExceptionBackoff(context.Background(), req, tt.err, sc)
@@ -252,7 +254,7 @@ func TestTakeRequestDelayOnce(t *testing.T) {
 // CONCURRENT_REQUESTS_PER_IP: the IP scope comes from the downloader's DNS
 // cache (localhost resolves from the hosts file, without the network).
 func TestPerIPScopeFromDNSCache(t *testing.T) {
-	dns := downloader.NewDNSCache(10, time.Second)
+	dns := dnscache.New(10, time.Second)
 	req := spider.MustRequest("http://localhost:8080/", nil)
 	th, err := New(testSettings(t, "CONCURRENT_REQUESTS_PER_IP", 2), Options{DNS: dns})
 	if err != nil {

@@ -1,4 +1,9 @@
-package downloader
+// Package dnscache resolves host names and remembers the answers, with a
+// bounded LRU of hosts. The downloader dials through one cache
+// (DNSCACHE_ENABLED, DNSCACHE_SIZE, DNS_TIMEOUT), and the throttler reads
+// the same cache to give each request an IP scope when
+// CONCURRENT_REQUESTS_PER_IP is set, so both agree on a host's address.
+package dnscache
 
 import (
 	"container/list"
@@ -8,10 +13,9 @@ import (
 	"time"
 )
 
-// DNSCache resolves host names and remembers the answers. The downloader
-// dials through it, and the throttler reads it to build per-IP scopes
-// (CONCURRENT_REQUESTS_PER_IP).
-type DNSCache struct {
+// Cache resolves host names and remembers the answers. It is safe for
+// concurrent use.
+type Cache struct {
 	resolver *net.Resolver
 	timeout  time.Duration
 	size     int
@@ -26,16 +30,16 @@ type dnsEntry struct {
 	addrs []string
 }
 
-// NewDNSCache returns a cache of at most size host names (0 = unbounded)
+// New returns a cache of at most size host names (0 = unbounded)
 // whose lookups fail after timeout (0 = no timeout).
-func NewDNSCache(size int, timeout time.Duration) *DNSCache {
-	return &DNSCache{resolver: net.DefaultResolver, timeout: timeout, size: size,
+func New(size int, timeout time.Duration) *Cache {
+	return &Cache{resolver: net.DefaultResolver, timeout: timeout, size: size,
 		entries: map[string]*list.Element{}, order: list.New()}
 }
 
 // Lookup returns the addresses of host, from the cache when present. An IP
 // literal is returned as is.
-func (c *DNSCache) Lookup(ctx context.Context, host string) ([]string, error) {
+func (c *Cache) Lookup(ctx context.Context, host string) ([]string, error) {
 	if ip := net.ParseIP(host); ip != nil {
 		return []string{host}, nil
 	}
@@ -74,7 +78,7 @@ func (c *DNSCache) Lookup(ctx context.Context, host string) ([]string, error) {
 
 // Cached returns the first cached address of host without resolving, and
 // whether there was one. IP literals are always "cached".
-func (c *DNSCache) Cached(host string) (string, bool) {
+func (c *Cache) Cached(host string) (string, bool) {
 	if ip := net.ParseIP(host); ip != nil {
 		return host, true
 	}

@@ -1,8 +1,59 @@
-// Package robots obeys robots.txt: a downloader middleware registered as
+package middleware
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/temoto/robotstxt"
+
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
+)
+
+// MetaDontObeyRobotsTxt skips the robots.txt check for one request.
+const MetaDontObeyRobotsTxt = "dont_obey_robotstxt"
+
+// DropReasonRobotsTxt is the reason of the *DropError of disallowed
+// requests (stats key engine/dropped/robots.txt).
+const DropReasonRobotsTxt = "robots.txt"
+
+// RobotsTxtCacheTTL is how long a fetched robots.txt is used before it is
+// fetched again.
+const RobotsTxtCacheTTL = 24 * time.Hour
+
+func init() {
+	RegisterDownloader("RobotsTxt", func(c *spider.Crawler) (Downloader, error) {
+		if !c.Settings.Bool("ROBOTSTXT_OBEY") {
+			return nil, nil
+		}
+		return NewRobotsTxt(c)
+	})
+}
+
+// ErrRobotsTxtUnreachable is the kind of the drop detail while an origin's
+// robots.txt is unreachable (5xx, 429, network error).
+var ErrRobotsTxtUnreachable = errors.New("robots.txt unreachable: complete disallow (RFC 9309)")
+
+// ErrRobotsTxtDisallowed is the kind of the drop detail of a disallowed
+// request.
+var ErrRobotsTxtDisallowed = errors.New("disallowed by robots.txt")
+
+// RobotsDelaySetter is what RobotsTxt needs from the throttler to apply a
+// Crawl-delay; *throttling.Throttler implements it.
+type RobotsDelaySetter interface {
+	SetRobotsDelay(scope string, crawlDelay time.Duration) bool
+}
+
+// RobotsTxt obeys robots.txt: the downloader middleware registered as
 // "RobotsTxt" (order 100 in DOWNLOADER_MIDDLEWARES_BASE) that, with
 // ROBOTSTXT_OBEY, fetches each origin's robots.txt once, caches it, drops
 // the requests it disallows, and hands its Crawl-delay to the throttler
-// (THROTTLING_ROBOTSTXT_OBEY).
+// (THROTTLING_ROBOTSTXT_OBEY). Create it with NewRobotsTxt.
 //
 // robots.txt is fetched through spider.Crawler.Download, so the fetch is a
 // throttled start like any other (start rate, the host's delay and
@@ -22,79 +73,27 @@
 //     engine/dropped/robots.txt and robotstxt/unreachable.
 //   - A request admitted before its origin's robots.txt was known (while
 //     it was being fetched), whose robots.txt turns out to set a
-//     Crawl-delay, is rescheduled once
-//     (a *middleware.RescheduleError, stats robotstxt/rescheduled_for_crawl_delay)
-//     instead of sent, so the Crawl-delay holds from the very first
-//     requests rather than after a burst of them.
+//     Crawl-delay, is rescheduled once (a *RescheduleError, stats
+//     robotstxt/rescheduled_for_crawl_delay) instead of sent, so the
+//     Crawl-delay holds from the very first requests rather than after a
+//     burst of them.
 //   - Parsed files are kept for 24 hours (RFC 9309 asks not to use a cached
 //     copy longer) in an LRU cache of ROBOTSTXT_CACHE_SIZE origins.
-package robots
-
-import (
-	"container/list"
-	"context"
-	"errors"
-	"fmt"
-	"strings"
-	"sync"
-	"time"
-
-	"github.com/temoto/robotstxt"
-
-	"github.com/gocrawl/gocrawl/middleware"
-	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/throttling"
-)
-
-// MetaDontObey skips the robots.txt check for one request.
-const MetaDontObey = "dont_obey_robotstxt"
-
-// DropReason is the reason of the *middleware.DropError of disallowed
-// requests (stats key engine/dropped/robots.txt).
-const DropReason = "robots.txt"
-
-// CacheTTL is how long a fetched robots.txt is used before it is fetched
-// again.
-const CacheTTL = 24 * time.Hour
-
-func init() {
-	middleware.RegisterDownloader("RobotsTxt", func(c *spider.Crawler) (middleware.Downloader, error) {
-		if !c.Settings.Bool("ROBOTSTXT_OBEY") {
-			return nil, nil
-		}
-		return New(c)
-	})
-}
-
-// ErrUnreachable is the kind of the drop detail while an origin's
-// robots.txt is unreachable (5xx, 429, network error).
-var ErrUnreachable = errors.New("robots.txt unreachable: complete disallow (RFC 9309)")
-
-// ErrDisallowed is the kind of the drop detail of a disallowed request.
-var ErrDisallowed = errors.New("disallowed by robots.txt")
-
-// DelaySetter is what the middleware needs from the throttler to apply a
-// Crawl-delay; *throttling.Throttler implements it.
-type DelaySetter interface {
-	SetRobotsDelay(scope string, crawlDelay time.Duration) bool
-}
-
-// Middleware is the robots.txt downloader middleware. Create it with New.
-type Middleware struct {
+type RobotsTxt struct {
 	c         *spider.Crawler
 	agent     string
 	errorTTL  time.Duration
 	size      int
-	delays    DelaySetter
+	delays    RobotsDelaySetter
 	now       func() time.Time
 	fetchFunc func(ctx context.Context, req *spider.Request) (*spider.Response, error)
 
 	mu      sync.Mutex
-	entries map[string]*list.Element // origin -> *entry
+	entries map[string]*list.Element // origin -> *robotsEntry
 	order   *list.List               // front = most recently used
 }
 
-type entry struct {
+type robotsEntry struct {
 	origin  string
 	ready   chan struct{} // closed when data/unreachable are set
 	data    *robotstxt.RobotsData
@@ -104,23 +103,23 @@ type entry struct {
 	expires time.Time
 }
 
-// admittedBefore reports whether the request being fetched under ctx was
+// robotsAdmittedBefore reports whether the request being fetched under ctx was
 // admitted by the throttler before t.
-func admittedBefore(ctx context.Context, t time.Time) bool {
+func robotsAdmittedBefore(ctx context.Context, t time.Time) bool {
 	at, ok := throttling.SentAtFrom(ctx)
 	return ok && at.Before(t)
 }
 
-// New builds the middleware for a crawl. The crawler's Throttler receives
-// Crawl-delays when it implements DelaySetter.
-func New(c *spider.Crawler) (*Middleware, error) {
+// NewRobotsTxt builds the middleware for a crawl. The crawler's Throttler receives
+// Crawl-delays when it implements RobotsDelaySetter.
+func NewRobotsTxt(c *spider.Crawler) (*RobotsTxt, error) {
 	if c.Download == nil {
 		return nil, fmt.Errorf("RobotsTxt: the crawler has no Download function to fetch robots.txt with")
 	}
-	m := &Middleware{c: c, agent: Agent(c.Settings.String("ROBOTSTXT_USER_AGENT"), c.Settings.String("USER_AGENT")),
+	m := &RobotsTxt{c: c, agent: RobotsAgent(c.Settings.String("ROBOTSTXT_USER_AGENT"), c.Settings.String("USER_AGENT")),
 		errorTTL: c.Settings.Seconds("ROBOTSTXT_ERROR_RETRY"), size: c.Settings.Int("ROBOTSTXT_CACHE_SIZE"),
 		now: time.Now, fetchFunc: c.Download, entries: map[string]*list.Element{}, order: list.New()}
-	if d, ok := c.Throttler.(DelaySetter); ok {
+	if d, ok := c.Throttler.(RobotsDelaySetter); ok {
 		m.delays = d
 	}
 	if c, ok := c.Throttler.(interface{ Now() time.Time }); ok {
@@ -132,7 +131,7 @@ func New(c *spider.Crawler) (*Middleware, error) {
 // Agent returns the user-agent token matched against robots.txt groups:
 // robotsAgent when set, else the product token of userAgent
 // ("gocrawl/1.0 (+https://...)" -> "gocrawl").
-func Agent(robotsAgent, userAgent string) string {
+func RobotsAgent(robotsAgent, userAgent string) string {
 	if a := strings.TrimSpace(robotsAgent); a != "" {
 		return a
 	}
@@ -146,9 +145,9 @@ func Agent(robotsAgent, userAgent string) string {
 	return ua
 }
 
-// WrapFetcher implements middleware.Downloader.
-func (m *Middleware) WrapFetcher(next middleware.Fetcher) middleware.Fetcher {
-	return middleware.FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+// WrapFetcher implements Downloader.
+func (m *RobotsTxt) WrapFetcher(next Fetcher) Fetcher {
+	return FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 		if err := m.Check(ctx, req); err != nil {
 			return nil, err
 		}
@@ -156,39 +155,39 @@ func (m *Middleware) WrapFetcher(next middleware.Fetcher) middleware.Fetcher {
 	})
 }
 
-// Check returns a *middleware.DropError when robots.txt forbids req, nil
+// Check returns a *DropError when robots.txt forbids req, nil
 // when req may be fetched; it fetches the origin's robots.txt when needed.
-func (m *Middleware) Check(ctx context.Context, req *spider.Request) error {
+func (m *RobotsTxt) Check(ctx context.Context, req *spider.Request) error {
 	if req.URL.Path == "/robots.txt" {
 		return nil
 	}
-	if skip, _ := req.Get(MetaDontObey).(bool); skip {
+	if skip, _ := req.Get(MetaDontObeyRobotsTxt).(bool); skip {
 		return nil
 	}
-	e, waited, err := m.entry(ctx, req)
+	e, waited, err := m.robotsEntry(ctx, req)
 	if err != nil {
 		return err
 	}
 	if e.unreach {
 		m.stat("robotstxt/unreachable_drops")
-		return &middleware.DropError{Reason: DropReason, Err: ErrUnreachable}
+		return &DropError{Reason: DropReasonRobotsTxt, Err: ErrRobotsTxtUnreachable}
 	}
 	if !m.allowed(e.data, req) {
 		m.stat("robotstxt/forbidden")
-		return &middleware.DropError{Reason: DropReason, Err: ErrDisallowed}
+		return &DropError{Reason: DropReasonRobotsTxt, Err: ErrRobotsTxtDisallowed}
 	}
-	if e.delayed && (waited || admittedBefore(ctx, e.readyAt)) {
+	if e.delayed && (waited || robotsAdmittedBefore(ctx, e.readyAt)) {
 		// Admitted before the origin's Crawl-delay was known: send it again
 		// through the scheduler so the delay holds from the first request.
 		m.stat("robotstxt/rescheduled_for_crawl_delay")
 		again := req.Clone()
 		again.DontFilter = true
-		return &middleware.RescheduleError{Requests: []*spider.Request{again}, Reason: "robots.txt_crawl_delay"}
+		return &RescheduleError{Requests: []*spider.Request{again}, Reason: "robots.txt_crawl_delay"}
 	}
 	return nil
 }
 
-func (m *Middleware) allowed(d *robotstxt.RobotsData, req *spider.Request) (ok bool) {
+func (m *RobotsTxt) allowed(d *robotstxt.RobotsData, req *spider.Request) (ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = true // a parser bug must not stop the crawl
@@ -204,19 +203,19 @@ func (m *Middleware) allowed(d *robotstxt.RobotsData, req *spider.Request) (ok b
 	return d.TestAgent(path, m.agent)
 }
 
-func origin(req *spider.Request) string {
+func robotsOrigin(req *spider.Request) string {
 	return req.URL.Scheme + "://" + req.Host()
 }
 
-// entry returns the origin's robots.txt, fetching it once for all
+// robotsEntry returns the origin's robots.txt, fetching it once for all
 // concurrent callers; waited reports whether the caller had to wait for
 // the fetch (it was admitted before the robots.txt was known).
-func (m *Middleware) entry(ctx context.Context, req *spider.Request) (e *entry, waited bool, err error) {
-	key := origin(req)
+func (m *RobotsTxt) robotsEntry(ctx context.Context, req *spider.Request) (e *robotsEntry, waited bool, err error) {
+	key := robotsOrigin(req)
 	now := m.now()
 	m.mu.Lock()
 	if el, ok := m.entries[key]; ok {
-		e := el.Value.(*entry)
+		e := el.Value.(*robotsEntry)
 		select {
 		case <-e.ready:
 			if now.Before(e.expires) {
@@ -236,13 +235,13 @@ func (m *Middleware) entry(ctx context.Context, req *spider.Request) (e *entry, 
 			}
 		}
 	}
-	e = &entry{origin: key, ready: make(chan struct{})}
+	e = &robotsEntry{origin: key, ready: make(chan struct{})}
 	m.entries[key] = m.order.PushFront(e)
 	if m.size > 0 {
 		for m.order.Len() > m.size {
 			old := m.order.Back()
 			m.order.Remove(old)
-			delete(m.entries, old.Value.(*entry).origin)
+			delete(m.entries, old.Value.(*robotsEntry).origin)
 		}
 	}
 	m.mu.Unlock()
@@ -257,21 +256,21 @@ func (m *Middleware) entry(ctx context.Context, req *spider.Request) (e *entry, 
 	}
 }
 
-func (m *Middleware) fetch(ctx context.Context, e *entry, from *spider.Request) {
+func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Request) {
 	defer close(e.ready)
 	u := *from.URL
 	u.Path, u.RawPath, u.RawQuery, u.Fragment, u.User = "/robots.txt", "", "", "", nil
-	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObey: true}, DontFilter: true}
+	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObeyRobotsTxt: true}, DontFilter: true}
 	m.stat("robotstxt/request_count")
 	res, err := m.fetchFunc(throttling.WithoutSlot(ctx), req)
 	now := m.now()
 	log := m.c.Log.With().Str("url", u.String()).Logger()
 	switch {
 	case err != nil:
-		var drop *middleware.DropError
+		var drop *DropError
 		if errors.As(err, &drop) {
 			// Another middleware chose not to fetch it: nothing to obey.
-			e.data, e.expires = allowAll, now.Add(CacheTTL)
+			e.data, e.expires = robotsAllowAll, now.Add(RobotsTxtCacheTTL)
 			return
 		}
 		m.stat("robotstxt/unreachable")
@@ -287,21 +286,21 @@ func (m *Middleware) fetch(ctx context.Context, e *entry, from *spider.Request) 
 		e.unreach, e.expires = true, now.Add(m.errorTTL)
 		return
 	case res.Status < 200 || res.Status >= 300:
-		e.data, e.expires = allowAll, now.Add(CacheTTL)
+		e.data, e.expires = robotsAllowAll, now.Add(RobotsTxtCacheTTL)
 		return
 	}
-	data, perr := parse(res.Body)
+	data, perr := parseRobots(res.Body)
 	if perr != nil {
 		m.stat("robotstxt/malformed")
 		log.Warn().Err(perr).Msg("robots.txt could not be parsed; allowing everything on this origin")
-		data = allowAll
+		data = robotsAllowAll
 	}
-	e.data, e.expires = data, now.Add(CacheTTL)
+	e.data, e.expires = data, now.Add(RobotsTxtCacheTTL)
 	e.delayed = m.applyDelay(data, from)
 	e.readyAt = m.now()
 }
 
-func (m *Middleware) applyDelay(data *robotstxt.RobotsData, req *spider.Request) bool {
+func (m *RobotsTxt) applyDelay(data *robotstxt.RobotsData, req *spider.Request) bool {
 	if m.delays == nil {
 		return false
 	}
@@ -312,9 +311,9 @@ func (m *Middleware) applyDelay(data *robotstxt.RobotsData, req *spider.Request)
 	return m.delays.SetRobotsDelay(req.Host(), g.CrawlDelay)
 }
 
-var allowAll, _ = robotstxt.FromStatusAndBytes(404, nil)
+var robotsAllowAll, _ = robotstxt.FromStatusAndBytes(404, nil)
 
-func parse(body []byte) (data *robotstxt.RobotsData, err error) {
+func parseRobots(body []byte) (data *robotstxt.RobotsData, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			data, err = nil, fmt.Errorf("robots.txt parser panicked: %v", v)
@@ -323,14 +322,14 @@ func parse(body []byte) (data *robotstxt.RobotsData, err error) {
 	return robotstxt.FromBytes(body)
 }
 
-func (m *Middleware) stat(key string) {
+func (m *RobotsTxt) stat(key string) {
 	if m.c.Stats != nil {
 		m.c.Stats.Inc(key, 1)
 	}
 }
 
 // Len returns the number of origins cached.
-func (m *Middleware) Len() int {
+func (m *RobotsTxt) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.order.Len()

@@ -1,4 +1,4 @@
-package robots
+package middleware
 
 import (
 	"context"
@@ -12,30 +12,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
 	"github.com/gocrawl/gocrawl/throttling"
 )
 
-type delays struct {
+type robotsDelays struct {
 	mu  sync.Mutex
 	got map[string]time.Duration
 }
 
-func (d *delays) SetRobotsDelay(scope string, crawlDelay time.Duration) bool {
+func (d *robotsDelays) SetRobotsDelay(scope string, crawlDelay time.Duration) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.got[scope] = crawlDelay
 	return true
 }
 
-func (d *delays) DelayScope(string, time.Duration) {}
+func (d *robotsDelays) DelayScope(string, time.Duration) {}
 
-// site serves robots.txt with the given status and body, counting fetches;
+// robotsSite serves robots.txt with the given status and body, counting fetches;
 // release, when non-nil, holds robots.txt responses until closed.
-type site struct {
+type robotsSite struct {
 	srv     *httptest.Server
 	fetches atomic.Int64
 	status  atomic.Int64
@@ -43,8 +42,8 @@ type site struct {
 	release chan struct{}
 }
 
-func newSite(t *testing.T, status int, body string) *site {
-	s := &site{body: body}
+func newRobotsSite(t *testing.T, status int, body string) *robotsSite {
+	s := &robotsSite{body: body}
 	s.status.Store(int64(status))
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
@@ -62,7 +61,7 @@ func newSite(t *testing.T, status int, body string) *site {
 	return s
 }
 
-func download(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+func robotsDownload(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, req.URL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -76,7 +75,7 @@ func download(ctx context.Context, req *spider.Request) (*spider.Response, error
 	return &spider.Response{URL: req.URL, Status: res.StatusCode, Header: res.Header, Body: b, Request: req}, err
 }
 
-func newMiddleware(t *testing.T, kv ...any) (*Middleware, *delays, *stats.Collector) {
+func newRobotsMiddleware(t *testing.T, kv ...any) (*RobotsTxt, *robotsDelays, *stats.Collector) {
 	t.Helper()
 	s := settings.New()
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -84,20 +83,20 @@ func newMiddleware(t *testing.T, kv ...any) (*Middleware, *delays, *stats.Collec
 			t.Fatal(err)
 		}
 	}
-	d := &delays{got: map[string]time.Duration{}}
+	d := &robotsDelays{got: map[string]time.Duration{}}
 	st := stats.New()
-	m, err := New(&spider.Crawler{Settings: s, Stats: st, Throttler: d, Download: download})
+	m, err := NewRobotsTxt(&spider.Crawler{Settings: s, Stats: st, Throttler: d, Download: robotsDownload})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m, d, st
 }
 
-func check(m *Middleware, url string) error {
+func robotsCheck(m *RobotsTxt, url string) error {
 	return m.Check(context.Background(), spider.MustRequest(url, nil))
 }
 
-const rules = `User-agent: *
+const robotsRules = `User-agent: *
 Disallow: /private
 Allow: /private/ok
 Crawl-delay: 2.5
@@ -107,13 +106,13 @@ Disallow: /nogocrawl
 Crawl-delay: 4
 `
 
-func TestRulesAndCrawlDelay(t *testing.T) {
-	s := newSite(t, 200, rules)
-	m, d, st := newMiddleware(t)
+func TestRobotsRulesAndCrawlDelay(t *testing.T) {
+	s := newRobotsSite(t, 200, robotsRules)
+	m, d, st := newRobotsMiddleware(t)
 	// The first request was admitted before the Crawl-delay was known: it
 	// is rescheduled once, not sent.
-	var resched *middleware.RescheduleError
-	if err := check(m, s.srv.URL+"/"); !errors.As(err, &resched) || len(resched.Requests) != 1 || !resched.Requests[0].DontFilter {
+	var resched *RescheduleError
+	if err := robotsCheck(m, s.srv.URL+"/"); !errors.As(err, &resched) || len(resched.Requests) != 1 || !resched.Requests[0].DontFilter {
 		t.Fatalf("first request: %v, want a reschedule of itself", err)
 	}
 	tests := []struct {
@@ -126,9 +125,9 @@ func TestRulesAndCrawlDelay(t *testing.T) {
 		{"/nogocrawl?q=1", false},
 	}
 	for _, tt := range tests {
-		err := check(m, s.srv.URL+tt.path)
-		var drop *middleware.DropError
-		if tt.allowed != (err == nil) || (err != nil && (!errors.As(err, &drop) || drop.Reason != DropReason || !errors.Is(err, ErrDisallowed))) {
+		err := robotsCheck(m, s.srv.URL+tt.path)
+		var drop *DropError
+		if tt.allowed != (err == nil) || (err != nil && (!errors.As(err, &drop) || drop.Reason != DropReasonRobotsTxt || !errors.Is(err, ErrRobotsTxtDisallowed))) {
 			t.Errorf("%s: error %v, want allowed %v", tt.path, err, tt.allowed)
 		}
 	}
@@ -144,13 +143,13 @@ func TestRulesAndCrawlDelay(t *testing.T) {
 	}
 }
 
-func TestOtherAgentUsesStarGroup(t *testing.T) {
-	s := newSite(t, 200, rules)
-	m, d, _ := newMiddleware(t, "ROBOTSTXT_USER_AGENT", "otherbot")
-	if err := check(m, s.srv.URL+"/private/x"); err == nil {
+func TestRobotsOtherAgentUsesStarGroup(t *testing.T) {
+	s := newRobotsSite(t, 200, robotsRules)
+	m, d, _ := newRobotsMiddleware(t, "ROBOTSTXT_USER_AGENT", "otherbot")
+	if err := robotsCheck(m, s.srv.URL+"/private/x"); err == nil {
 		t.Error("/private/x allowed for otherbot")
 	}
-	if err := check(m, s.srv.URL+"/private/ok"); err != nil {
+	if err := robotsCheck(m, s.srv.URL+"/private/ok"); err != nil {
 		t.Errorf("/private/ok: %v", err)
 	}
 	if got := d.got[spider.MustRequest(s.srv.URL, nil).Host()]; got != 2500*time.Millisecond {
@@ -158,10 +157,10 @@ func TestOtherAgentUsesStarGroup(t *testing.T) {
 	}
 }
 
-func TestConcurrentFirstRequestsShareOneFetch(t *testing.T) {
-	s := newSite(t, 200, rules)
+func TestRobotsConcurrentFirstRequestsShareOneFetch(t *testing.T) {
+	s := newRobotsSite(t, 200, robotsRules)
 	s.release = make(chan struct{})
-	m, _, _ := newMiddleware(t)
+	m, _, _ := newRobotsMiddleware(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
 	admitted := throttling.WithSentAt(context.Background(), time.Now())
@@ -179,7 +178,7 @@ func TestConcurrentFirstRequestsShareOneFetch(t *testing.T) {
 	for err := range errs {
 		// Every one of them was admitted before the Crawl-delay was known
 		// (whether it waited for the fetch or reached the check later).
-		var resched *middleware.RescheduleError
+		var resched *RescheduleError
 		if !errors.As(err, &resched) {
 			t.Errorf("%v, want a reschedule (Crawl-delay learnt while waiting)", err)
 		}
@@ -189,7 +188,7 @@ func TestConcurrentFirstRequestsShareOneFetch(t *testing.T) {
 	}
 }
 
-func TestStatusOutcomes(t *testing.T) {
+func TestRobotsStatusOutcomes(t *testing.T) {
 	tests := []struct {
 		name    string
 		status  int
@@ -207,38 +206,38 @@ func TestStatusOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newSite(t, tt.status, tt.body)
-			m, _, _ := newMiddleware(t)
-			err := check(m, s.srv.URL+"/page")
+			s := newRobotsSite(t, tt.status, tt.body)
+			m, _, _ := newRobotsMiddleware(t)
+			err := robotsCheck(m, s.srv.URL+"/page")
 			if (err == nil) != tt.allowed {
 				t.Fatalf("error %v, want allowed %v", err, tt.allowed)
 			}
-			if !tt.allowed && !errors.Is(err, ErrUnreachable) {
-				t.Fatalf("error %v, want ErrUnreachable", err)
+			if !tt.allowed && !errors.Is(err, ErrRobotsTxtUnreachable) {
+				t.Fatalf("error %v, want ErrRobotsTxtUnreachable", err)
 			}
 		})
 	}
 }
 
 // 5xx: complete disallow for ROBOTSTXT_ERROR_RETRY, then fetched again.
-func TestUnreachableIsRetriedLater(t *testing.T) {
-	s := newSite(t, 503, "")
-	m, _, st := newMiddleware(t, "ROBOTSTXT_ERROR_RETRY", 60.0)
+func TestRobotsUnreachableIsRetriedLater(t *testing.T) {
+	s := newRobotsSite(t, 503, "")
+	m, _, st := newRobotsMiddleware(t, "ROBOTSTXT_ERROR_RETRY", 60.0)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	m.now = func() time.Time { return now }
-	if err := check(m, s.srv.URL+"/a"); !errors.Is(err, ErrUnreachable) {
+	if err := robotsCheck(m, s.srv.URL+"/a"); !errors.Is(err, ErrRobotsTxtUnreachable) {
 		t.Fatalf("first: %v", err)
 	}
 	s.status.Store(200)
 	now = now.Add(30 * time.Second)
-	if err := check(m, s.srv.URL+"/a"); !errors.Is(err, ErrUnreachable) {
+	if err := robotsCheck(m, s.srv.URL+"/a"); !errors.Is(err, ErrRobotsTxtUnreachable) {
 		t.Fatalf("within the retry period: %v", err)
 	}
 	if n := s.fetches.Load(); n != 1 {
 		t.Fatalf("fetched %d times within the retry period, want 1", n)
 	}
 	now = now.Add(31 * time.Second)
-	if err := check(m, s.srv.URL+"/a"); err != nil {
+	if err := robotsCheck(m, s.srv.URL+"/a"); err != nil {
 		t.Fatalf("after the retry period: %v", err)
 	}
 	if n := s.fetches.Load(); n != 2 {
@@ -249,21 +248,21 @@ func TestUnreachableIsRetriedLater(t *testing.T) {
 	}
 }
 
-func TestUnreachableNetworkError(t *testing.T) {
+func TestRobotsUnreachableNetworkError(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	m, _, _ := newMiddleware(t)
-	if err := check(m, url+"/a"); !errors.Is(err, ErrUnreachable) {
-		t.Fatalf("closed server: %v, want ErrUnreachable", err)
+	m, _, _ := newRobotsMiddleware(t)
+	if err := robotsCheck(m, url+"/a"); !errors.Is(err, ErrRobotsTxtUnreachable) {
+		t.Fatalf("closed server: %v, want ErrRobotsTxtUnreachable", err)
 	}
 }
 
-func TestCacheIsBounded(t *testing.T) {
-	m, _, _ := newMiddleware(t, "ROBOTSTXT_CACHE_SIZE", 3)
+func TestRobotsCacheIsBounded(t *testing.T) {
+	m, _, _ := newRobotsMiddleware(t, "ROBOTSTXT_CACHE_SIZE", 3)
 	for range 6 {
-		s := newSite(t, 404, "")
-		if err := check(m, s.srv.URL+"/"); err != nil {
+		s := newRobotsSite(t, 404, "")
+		if err := robotsCheck(m, s.srv.URL+"/"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -272,13 +271,13 @@ func TestCacheIsBounded(t *testing.T) {
 	}
 }
 
-func TestSkips(t *testing.T) {
-	s := newSite(t, 500, "")
-	m, _, _ := newMiddleware(t)
-	if err := check(m, s.srv.URL+"/robots.txt"); err != nil {
+func TestRobotsSkips(t *testing.T) {
+	s := newRobotsSite(t, 500, "")
+	m, _, _ := newRobotsMiddleware(t)
+	if err := robotsCheck(m, s.srv.URL+"/robots.txt"); err != nil {
 		t.Errorf("robots.txt itself: %v", err)
 	}
-	req := spider.MustRequest(s.srv.URL+"/x", nil).Set(MetaDontObey, true)
+	req := spider.MustRequest(s.srv.URL+"/x", nil).Set(MetaDontObeyRobotsTxt, true)
 	if err := m.Check(context.Background(), req); err != nil {
 		t.Errorf("dont_obey_robotstxt: %v", err)
 	}
@@ -287,15 +286,15 @@ func TestSkips(t *testing.T) {
 	}
 }
 
-func TestAgent(t *testing.T) {
+func TestRobotsAgent(t *testing.T) {
 	for _, tt := range [][3]string{
 		{"", "gocrawl/1.0 (+https://x)", "gocrawl"},
 		{"mybot", "gocrawl/1.0", "mybot"},
 		{"", "Mozilla/5.0 (X11)", "Mozilla"},
 		{"", "", "*"},
 	} {
-		if got := Agent(tt[0], tt[1]); got != tt[2] {
-			t.Errorf("Agent(%q, %q) = %q, want %q", tt[0], tt[1], got, tt[2])
+		if got := RobotsAgent(tt[0], tt[1]); got != tt[2] {
+			t.Errorf("RobotsAgent(%q, %q) = %q, want %q", tt[0], tt[1], got, tt[2])
 		}
 	}
 }
