@@ -1,13 +1,15 @@
-// Package cli is gocrawl's command line: `gocrawl run`, `list`, `settings`,
-// `version`, `new` and `demo`. The gocrawl binary is a thin main around it,
-// and a project gets the same command line for its own spiders with one
-// call:
+// Package cli is gocrawl's command line: `gocrawl run`, `list`,
+// `settings`, `jobs`, `new` and `version`. A project gets the same command
+// line for its own spiders with one call:
 //
 //	func main() { cli.Main(&myspider.Spider{}) }
 //
-// Every command lives in a file named after it; a file adds its command to
-// the root with addCommand in an init function, so new commands need no
-// edit elsewhere.
+// and adds commands of its own with Program (the gocrawl binary adds its
+// demo and simulator that way, so that user programs do not link them).
+//
+// Every built-in command lives in a file named after it; a file adds its
+// command to the root with addCommand in an init function, so new commands
+// need no edit elsewhere.
 //
 // Exit status: 0 when the crawl ran (HTTP errors included), 2 for usage and
 // settings errors, 1 for fatal errors.
@@ -46,15 +48,17 @@ type ExitError struct {
 func (e *ExitError) Error() string { return e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// usageErr marks err as a usage or settings error (exit status 2).
-func usageErr(err error) error {
+// UsageError marks err as a usage or settings error: the command exits
+// with status 2 (ExitUsage) and prints err. Nil stays nil.
+func UsageError(err error) error {
 	if err == nil {
 		return nil
 	}
 	return &ExitError{Code: ExitUsage, Err: err}
 }
 
-func usagef(format string, args ...any) error { return usageErr(fmt.Errorf(format, args...)) }
+// UsageErrorf is UsageError(fmt.Errorf(format, args...)).
+func UsageErrorf(format string, args ...any) error { return UsageError(fmt.Errorf(format, args...)) }
 
 // App is the state shared by the commands of one invocation.
 type App struct {
@@ -70,6 +74,7 @@ type App struct {
 	Signals <-chan os.Signal
 
 	spiders map[string]spider.Spider
+	extra   []Command // the program's own commands
 	// interrupted is set by the first signal, so that commands running
 	// several crawls (demo) stop after the current one.
 	interrupted atomic.Bool
@@ -83,9 +88,9 @@ func (a *App) Spider(name string) (spider.Spider, error) {
 	}
 	known := a.SpiderNames()
 	if len(known) == 0 {
-		return nil, usagef("unknown spider %q: no spiders are registered in this program", name)
+		return nil, UsageErrorf("unknown spider %q: no spiders are registered in this program", name)
 	}
-	return nil, usagef("unknown spider %q; known spiders: %s (see `list`)", name, strings.Join(known, ", "))
+	return nil, UsageErrorf("unknown spider %q; known spiders: %s (see `list`)", name, strings.Join(known, ", "))
 }
 
 // SpiderNames returns the registered spider names, sorted.
@@ -98,36 +103,69 @@ func (a *App) SpiderNames() []string {
 	return names
 }
 
-// commands holds the builders of the subcommands, added by each command's
-// file in an init function.
-var commands []func(*App) *cobra.Command
+// Command builds one subcommand of a program's command line. The gocrawl
+// binary adds its demo and simulator this way; a project can add its own
+// (see Program). The helpers of this package (SettingsFlags, App.Crawl,
+// NewLogger, WriteSummary, UsageErrorf, ExactArgs) give a command the same
+// settings, logs, exit statuses and summary as the built-in ones.
+type Command func(a *App) *cobra.Command
 
-// addCommand registers a subcommand builder.
-func addCommand(build func(*App) *cobra.Command) { commands = append(commands, build) }
+// commands holds the builders of the built-in subcommands, added by each
+// command's file in an init function.
+var commands []Command
+
+// addCommand registers a built-in subcommand builder.
+func addCommand(build Command) { commands = append(commands, build) }
+
+// Program is a command line built on gocrawl: the spiders it can run and
+// any commands it adds to the built-in ones (run, list, settings, jobs,
+// new, version).
+//
+//	func main() {
+//		cli.Program{Spiders: []spider.Spider{&myspider.Spider{}}, Commands: []cli.Command{deployCommand}}.Main()
+//	}
+type Program struct {
+	Spiders  []spider.Spider
+	Commands []Command
+}
 
 // Main runs the command line with os.Args, the process's signals and
-// environment, and exits with the command's status. Pass the spiders the
-// program offers:
-//
-//	func main() { cli.Main(&quotes.Spider{}, &books.Spider{}) }
-func Main(spiders ...spider.Spider) {
+// environment, and exits with the command's status.
+func (p Program) Main() {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	app := &App{Stdout: os.Stdout, Stderr: os.Stderr, Environ: os.Environ(), Signals: sig}
-	os.Exit(app.run(context.Background(), os.Args[1:], spiders))
+	os.Exit(app.run(context.Background(), os.Args[1:], p))
 }
 
 // Run runs the command line with args (without the program name), writing
 // to stdout and stderr, and returns the exit status. It reads the process
 // environment but not its signals; cancel ctx to stop a crawl gracefully.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer, spiders ...spider.Spider) int {
+func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := &App{Stdout: stdout, Stderr: stderr, Environ: os.Environ()}
-	return app.run(ctx, args, spiders)
+	return app.run(ctx, args, p)
 }
 
-func (a *App) run(ctx context.Context, args []string, spiders []spider.Spider) int {
+// Main runs the command line of a program offering spiders, and exits with
+// the command's status:
+//
+//	func main() { cli.Main(&quotes.Spider{}, &books.Spider{}) }
+func Main(spiders ...spider.Spider) { Program{Spiders: spiders}.Main() }
+
+// Run is Program{Spiders: spiders}.Run(ctx, args, stdout, stderr).
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer, spiders ...spider.Spider) int {
+	return Program{Spiders: spiders}.Run(ctx, args, stdout, stderr)
+}
+
+// Interrupted reports whether the process got an interrupt (SIGINT,
+// SIGTERM) during a crawl, so that commands running several crawls stop
+// after the current one.
+func (a *App) Interrupted() bool { return a.interrupted.Load() }
+
+func (a *App) run(ctx context.Context, args []string, p Program) int {
 	a.spiders = map[string]spider.Spider{}
-	for _, sp := range spiders {
+	a.extra = p.Commands
+	for _, sp := range p.Spiders {
 		if sp == nil {
 			continue
 		}

@@ -371,39 +371,6 @@ func TestNewProjectBuilds(t *testing.T) {
 	gocrawl(t, dir, nil, "new", "other", "--spider", "Bad-Name").expect(t, 2, nil, []string{`spider name "Bad-Name"`})
 }
 
-func TestDemo(t *testing.T) {
-	dir := t.TempDir()
-	// A project's gocrawl.yaml must not slow the demo down.
-	os.WriteFile(filepath.Join(dir, "gocrawl.yaml"), []byte("DOWNLOAD_DELAY: 30\n"), 0o644)
-	r := gocrawl(t, dir, nil, "demo", "-s", "LOG_LEVEL=WARNING", "-s", "DEMO_EXPERIMENT_PAGES=0") // the experiment has its own test
-	r.expect(t, 0, nil, []string{"demo site: quotes at http://127.0.0.1:", "--- quotes: finished", "--- books: finished",
-		"ok responses/s", "items written to demo-items.jsonl"})
-	b, err := os.ReadFile(filepath.Join(dir, "demo-items.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	quotes, books := 0, 0
-	for _, l := range lines {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("line %q: %v", l, err)
-		}
-		if _, ok := m["text"]; ok {
-			quotes++
-		}
-		if _, ok := m["price"]; ok {
-			books++
-		}
-	}
-	if quotes == 0 || books == 0 {
-		t.Errorf("%d quotes and %d books in %d items", quotes, books, len(lines))
-	}
-	if !strings.Contains(r.stderr, fmt.Sprintf("%d items written", len(lines))) {
-		t.Errorf("summary does not count the %d items:\n%s", len(lines), r.stderr)
-	}
-}
-
 // firstGoBlock returns the content of the first ```go fenced block of md.
 func firstGoBlock(md string) (string, bool) {
 	_, rest, ok := strings.Cut(md, "```go\n")

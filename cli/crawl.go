@@ -17,21 +17,22 @@ import (
 	"github.com/gocrawl/gocrawl/spider"
 )
 
-// settingsFlags are the --settings and -s flags shared by the commands
+// SettingsFlags are the --settings and -s flags shared by the commands
 // that load settings.
-type settingsFlags struct {
+type SettingsFlags struct {
 	file      string
 	overrides []string
 }
 
-func (f *settingsFlags) add(cmd *cobra.Command) {
+// Add adds --settings and -s to cmd.
+func (f *SettingsFlags) Add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.file, "settings", "", "settings `FILE` (default: ./gocrawl.yaml if it exists)")
 	cmd.Flags().StringArrayVarP(&f.overrides, "set", "s", nil, "set a setting, `NAME=VALUE` (VALUE is YAML); repeatable")
 }
 
-// load layers the settings for sp (which may be nil) and turns every
+// Load layers the settings for sp (which may be nil) and turns every
 // problem into one usage error listing them all.
-func (f *settingsFlags) load(a *App, sp spider.Spider) (*settings.Settings, error) {
+func (f *SettingsFlags) Load(a *App, sp spider.Spider) (*settings.Settings, error) {
 	opts := settings.LoadOptions{File: f.file, Environ: a.Environ, Overrides: f.overrides}
 	if sp != nil {
 		opts.SpiderName = sp.Name()
@@ -41,22 +42,35 @@ func (f *settingsFlags) load(a *App, sp spider.Spider) (*settings.Settings, erro
 	}
 	s, err := settings.Load(opts)
 	if err != nil {
-		return nil, settingsErr(err)
+		return nil, SettingsError(err)
 	}
 	return s, nil
 }
 
-// settingsErr formats settings problems one per line.
-func settingsErr(err error) error {
+// LoadStandalone loads settings for a command that is not about the
+// project in the working directory (the demo, a one-off fetch): its
+// gocrawl.yaml is not read unless --settings names it.
+func (f *SettingsFlags) LoadStandalone(a *App) (*settings.Settings, error) {
+	opts := settings.LoadOptions{File: f.file, NoFile: f.file == "", Environ: a.Environ, Overrides: f.overrides}
+	s, err := settings.Load(opts)
+	if err != nil {
+		return nil, SettingsError(err)
+	}
+	return s, nil
+}
+
+// SettingsError turns the problems of settings.Load into one usage error
+// (exit status 2) that lists them one per line.
+func SettingsError(err error) error {
 	errs := settings.Errors(err)
 	if len(errs) == 1 {
-		return usageErr(errs[0])
+		return UsageError(errs[0])
 	}
 	lines := make([]string, len(errs))
 	for i, e := range errs {
 		lines[i] = e.Error()
 	}
-	return usagef("%d settings problems:\n%s", len(errs), strings.Join(lines, "\n"))
+	return UsageErrorf("%d settings problems:\n%s", len(errs), strings.Join(lines, "\n"))
 }
 
 // parseArgs turns -a NAME=VALUE flags into a map.
@@ -66,36 +80,38 @@ func parseArgs(pairs []string) (map[string]string, error) {
 		k, v, ok := strings.Cut(p, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, usagef("-a %q: expected NAME=VALUE, e.g. -a start_urls=https://example.com/", p)
+			return nil, UsageErrorf("-a %q: expected NAME=VALUE, e.g. -a start_urls=https://example.com/", p)
 		}
 		args[k] = v
 	}
 	return args, nil
 }
 
-// applyArgs hands spider arguments to sp.
-func applyArgs(sp spider.Spider, args map[string]string) error {
+// ApplyArgs hands spider arguments (-a NAME=VALUE) to sp, which must
+// implement spider.ArgsReceiver when args is not empty; problems are usage
+// errors naming the spider.
+func ApplyArgs(sp spider.Spider, args map[string]string) error {
 	if len(args) == 0 {
 		if r, ok := sp.(spider.ArgsReceiver); ok {
 			if err := r.SetArgs(args); err != nil {
-				return usagef("spider %s: %v", sp.Name(), err)
+				return UsageErrorf("spider %s: %v", sp.Name(), err)
 			}
 		}
 		return nil
 	}
 	r, ok := sp.(spider.ArgsReceiver)
 	if !ok {
-		return usagef("spider %s takes no arguments (-a); it does not implement spider.ArgsReceiver", sp.Name())
+		return UsageErrorf("spider %s takes no arguments (-a); it does not implement spider.ArgsReceiver", sp.Name())
 	}
 	if err := r.SetArgs(args); err != nil {
-		return usagef("spider %s: %v", sp.Name(), err)
+		return UsageErrorf("spider %s: %v", sp.Name(), err)
 	}
 	return nil
 }
 
-// crawlSpec is one crawl: a spider whose arguments are applied, its
+// CrawlSpec is one crawl: a spider whose arguments are applied, its
 // settings and its feed exports.
-type crawlSpec struct {
+type CrawlSpec struct {
 	Spider   spider.Spider
 	Settings *settings.Settings
 	Feeds    []*feed.Exporter
@@ -104,22 +120,23 @@ type crawlSpec struct {
 	Options engine.Options
 }
 
-// crawl runs spec to the end, turning process signals into a graceful stop
+// Crawl runs spec to the end the way `gocrawl run` does (metrics, feeds,
+// the end-of-crawl hooks), turning process signals into a graceful stop
 // then an abort, and returns the engine's result.
-func (a *App) crawl(ctx context.Context, spec crawlSpec) (*engine.Result, error) {
+func (a *App) Crawl(ctx context.Context, spec CrawlSpec) (*engine.Result, error) {
 	opts := spec.Options
 	opts.Log = spec.Log
 	opts.Pipelines = append(opts.Pipelines, feed.Pipelines(spec.Feeds...)...)
 	mon, err := a.startMetrics(spec.Settings, &opts) // see metrics.go
 	if err != nil {
-		return nil, usagef("cannot start spider %s: %v", spec.Spider.Name(), err)
+		return nil, UsageErrorf("cannot start spider %s: %v", spec.Spider.Name(), err)
 	}
 	e, err := engine.New(spec.Spider, spec.Settings, opts)
 	if err != nil {
-		return nil, usagef("cannot start spider %s: %v", spec.Spider.Name(), err)
+		return nil, UsageErrorf("cannot start spider %s: %v", spec.Spider.Name(), err)
 	}
 	if err := mon.Start(e); err != nil {
-		return nil, usagef("cannot start spider %s: %v", spec.Spider.Name(), err)
+		return nil, UsageErrorf("cannot start spider %s: %v", spec.Spider.Name(), err)
 	}
 	done := make(chan struct{})
 	defer close(done)
@@ -160,16 +177,16 @@ func (a *App) crawl(ctx context.Context, spec crawlSpec) (*engine.Result, error)
 // (append) and -O (overwrite) with format from -t or the extension.
 func buildFeeds(s *settings.Settings, stdout io.Writer, appendTo, overwrite []string, format string) ([]*feed.Exporter, error) {
 	if len(appendTo) > 0 && len(overwrite) > 0 {
-		return nil, usagef("use -o FILE (append) or -O FILE (overwrite), not both")
+		return nil, UsageErrorf("use -o FILE (append) or -O FILE (overwrite), not both")
 	}
 	exs, err := feed.FromSettings(s)
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, UsageError(err)
 	}
 	var f feed.Format
 	if format != "" {
 		if f, err = feed.ParseFormat(format); err != nil {
-			return nil, usagef("-t: %v", err)
+			return nil, UsageErrorf("-t: %v", err)
 		}
 	}
 	add := func(path string, over bool) error {
@@ -180,18 +197,18 @@ func buildFeeds(s *settings.Settings, stdout io.Writer, appendTo, overwrite []st
 		}
 		if path == "-" {
 			if f == "" {
-				return usagef("-o -: name the format of standard output with -t jsonl|json|csv")
+				return UsageErrorf("-o -: name the format of standard output with -t jsonl|json|csv")
 			}
 			ex, err := feed.NewWriter(stdout, o)
 			if err != nil {
-				return usagef("%s -: %v", flag, err)
+				return UsageErrorf("%s -: %v", flag, err)
 			}
 			exs = append(exs, ex)
 			return nil
 		}
 		ex, err := feed.New(path, o)
 		if err != nil {
-			return usagef("%s %s: %v", flag, path, err)
+			return UsageErrorf("%s %s: %v", flag, path, err)
 		}
 		exs = append(exs, ex)
 		return nil
@@ -213,15 +230,15 @@ func buildFeeds(s *settings.Settings, stdout io.Writer, appendTo, overwrite []st
 			p = filepath.Clean(p)
 		}
 		if seen[p] {
-			return nil, usagef("two feed exports write to %s (from -o/-O and FEEDS); give each its own file", ex.Path())
+			return nil, UsageErrorf("two feed exports write to %s (from -o/-O and FEEDS); give each its own file", ex.Path())
 		}
 		seen[p] = true
 		if err := ex.Check(); err != nil {
-			return nil, usageErr(err)
+			return nil, UsageError(err)
 		}
 	}
 	if format != "" && len(appendTo)+len(overwrite) == 0 {
-		return nil, usagef("-t %s needs an output file: -o FILE or -O FILE", format)
+		return nil, UsageErrorf("-t %s needs an output file: -o FILE or -O FILE", format)
 	}
 	return exs, nil
 }

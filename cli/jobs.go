@@ -32,13 +32,13 @@ func openJob(s *settings.Settings, sp spider.Spider, fresh bool, feeds []*feed.E
 	dir := s.String("JOBDIR")
 	if dir == "" {
 		if fresh {
-			return nil, usagef("--fresh needs a job directory: set JOBDIR (-s JOBDIR=DIR)")
+			return nil, UsageErrorf("--fresh needs a job directory: set JOBDIR (-s JOBDIR=DIR)")
 		}
 		return nil, nil
 	}
 	j, err := jobdir.Open(dir, sp.Name(), jobdir.Options{Reset: fresh || s.Bool("JOBDIR_RESET"), Log: log})
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, UsageError(err)
 	}
 	if j.Resumed() {
 		log.Info().Str("jobdir", dir).Time("created", j.Metadata().Created).Msg("resuming job")
@@ -55,7 +55,7 @@ func openJob(s *settings.Settings, sp spider.Spider, fresh bool, feeds []*feed.E
 		off, ok, err := j.ResumeOffset(ex.Path())
 		if err != nil {
 			j.Close()
-			return nil, usageErr(fmt.Errorf("JOBDIR %s: feed %s: %w", dir, ex.Path(), err))
+			return nil, UsageError(fmt.Errorf("JOBDIR %s: feed %s: %w", dir, ex.Path(), err))
 		}
 		if ok {
 			ex.ResumeAt(off)
@@ -100,11 +100,11 @@ func jobsInspectCommand(a *App) *cobra.Command {
 		Short: "Print what a job holds: queued requests per scope, scopes in backoff, stats",
 		Example: `  gocrawl jobs inspect crawls/run1
   gocrawl jobs inspect crawls/run1 --top 0   # every scope`,
-		Args: exactArgs(1, "one job directory"),
+		Args: ExactArgs(1, "one job directory"),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			j, err := jobdir.Open(pos[0], "", jobdir.Options{ReadOnly: true})
 			if err != nil {
-				return usageErr(err)
+				return UsageError(err)
 			}
 			defer j.Close()
 			return inspectJob(cmd.Context(), a.Stdout, j, top)

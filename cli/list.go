@@ -12,7 +12,7 @@ func listCommand(a *App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the spiders this program can run",
-		Args:  exactArgs(0, "no arguments"),
+		Args:  ExactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, n := range a.SpiderNames() {
 				fmt.Fprintln(a.Stdout, n)

@@ -12,21 +12,21 @@ import (
 	"github.com/gocrawl/gocrawl/settings"
 )
 
-// newLogger builds the crawl's logger from LOG_LEVEL, LOG_FORMAT and
+// NewLogger builds the crawl's logger from LOG_LEVEL, LOG_FORMAT and
 // LOG_FILE. Logs go to stderr unless LOG_FILE names a file; the format is
 // the zerolog console writer on a terminal and JSON otherwise, unless
 // LOG_FORMAT says console or json. The returned func closes LOG_FILE.
-func newLogger(s *settings.Settings, stderr io.Writer) (zerolog.Logger, func() error, error) {
+func NewLogger(s *settings.Settings, stderr io.Writer) (zerolog.Logger, func() error, error) {
 	level, err := parseLevel(s.String("LOG_LEVEL"))
 	if err != nil {
-		return zerolog.Nop(), nil, usageErr(err)
+		return zerolog.Nop(), nil, UsageError(err)
 	}
 	out := stderr
 	closeFn := func() error { return nil }
 	if path := s.String("LOG_FILE"); path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			return zerolog.Nop(), nil, usagef("LOG_FILE: %v; check the path", err)
+			return zerolog.Nop(), nil, UsageErrorf("LOG_FILE: %v; check the path", err)
 		}
 		out, closeFn = f, f.Close
 	}
@@ -44,7 +44,7 @@ func newLogger(s *settings.Settings, stderr io.Writer) (zerolog.Logger, func() e
 		}
 	default:
 		closeFn()
-		return zerolog.Nop(), nil, usagef("LOG_FORMAT %q: use auto, console or json", s.String("LOG_FORMAT"))
+		return zerolog.Nop(), nil, UsageErrorf("LOG_FORMAT %q: use auto, console or json", s.String("LOG_FORMAT"))
 	}
 	// Callbacks log from many goroutines; stderr may be any io.Writer.
 	return zerolog.New(zerolog.SyncWriter(out)).Level(level).With().Timestamp().Logger(), closeFn, nil

@@ -45,22 +45,22 @@ When this gocrawl runs from a source checkout, go.mod gets a replace
 directive pointing at it, so the project builds offline right away:
 
   cd DIR && go run . run NAME -a start_url=https://example.com/`,
-		Args: exactArgs(1, "the directory to create"),
+		Args: ExactArgs(1, "the directory to create"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			if modName == "" {
 				modName = defaultModuleName(dir)
 			}
 			if err := module.CheckImportPath(modName); err != nil {
-				return usagef("module path %q: %v; choose one with --module", modName, err)
+				return UsageErrorf("module path %q: %v; choose one with --module", modName, err)
 			}
 			if !regexp.MustCompile(`^[a-z][a-z0-9_]*$`).MatchString(spiderName) {
-				return usagef("spider name %q: use lower-case letters, digits and underscores, starting with a letter", spiderName)
+				return UsageErrorf("spider name %q: use lower-case letters, digits and underscores, starting with a letter", spiderName)
 			}
 			if sourceDir == "" {
 				sourceDir = sourceCheckout()
 			} else if !isCheckout(sourceDir) {
-				return usagef("--gocrawl-dir %s: not a gocrawl source checkout (no go.mod for %s there)", sourceDir, modulePath)
+				return UsageErrorf("--gocrawl-dir %s: not a gocrawl source checkout (no go.mod for %s there)", sourceDir, modulePath)
 			}
 			files, err := scaffold(modName, spiderName, sourceDir)
 			if err != nil {
@@ -220,9 +220,9 @@ func writeProject(dir string, files map[string][]byte) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case err == nil && len(entries) > 0:
-		return usagef("%s already exists and is not empty; choose a new directory", dir)
+		return UsageErrorf("%s already exists and is not empty; choose a new directory", dir)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return usagef("%s: %v", dir, err)
+		return UsageErrorf("%s: %v", dir, err)
 	}
 	for name, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))

@@ -20,20 +20,23 @@ spider's own settings < GOCRAWL_<NAME> environment variables < -s NAME=VALUE.`,
 	root.SetOut(a.Stdout)
 	root.SetErr(a.Stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usagef("%v (see 'gocrawl %s --help')", err, c.Name())
+		return UsageErrorf("%v (see 'gocrawl %s --help')", err, c.Name())
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 	for _, build := range commands {
 		root.AddCommand(build(a))
 	}
+	for _, build := range a.extra {
+		root.AddCommand(build(a))
+	}
 	return root
 }
 
-// exactArgs is cobra.ExactArgs with a usage error that says what to pass.
-func exactArgs(n int, what string) cobra.PositionalArgs {
+// ExactArgs is cobra.ExactArgs with a usage error that says what to pass.
+func ExactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usagef("%s expects %s, got %d argument(s) (usage: %s)", cmd.Name(), what, len(args), cmd.UseLine())
+			return UsageErrorf("%s expects %s, got %d argument(s) (usage: %s)", cmd.Name(), what, len(args), cmd.UseLine())
 		}
 		return nil
 	}

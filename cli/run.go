@@ -10,7 +10,7 @@ func init() { addCommand(runCommand) }
 
 func runCommand(a *App) *cobra.Command {
 	var (
-		sf        settingsFlags
+		sf        SettingsFlags
 		args      []string
 		appendTo  []string
 		overwrite []string
@@ -32,7 +32,7 @@ second one aborts them. With -s JOBDIR=DIR the crawl's state is kept in DIR:
 run the same command again to resume it, or add --fresh to start over.`,
 		Example: `  gocrawl run follow -a start_urls=https://example.com/ -a max_depth=2 -O pages.jsonl
   gocrawl run quotes -s DOWNLOAD_DELAY=0.5 -o quotes.csv`,
-		Args: exactArgs(1, "one spider name"),
+		Args: ExactArgs(1, "one spider name"),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			sp, err := a.Spider(pos[0])
 			if err != nil {
@@ -42,10 +42,10 @@ run the same command again to resume it, or add --fresh to start over.`,
 			if err != nil {
 				return err
 			}
-			if err := applyArgs(sp, spArgs); err != nil {
+			if err := ApplyArgs(sp, spArgs); err != nil {
 				return err
 			}
-			s, err := sf.load(a, sp)
+			s, err := sf.Load(a, sp)
 			if err != nil {
 				return err
 			}
@@ -53,7 +53,7 @@ run the same command again to resume it, or add --fresh to start over.`,
 			if err != nil {
 				return err
 			}
-			log, closeLog, err := newLogger(s, a.Stderr)
+			log, closeLog, err := NewLogger(s, a.Stderr)
 			if err != nil {
 				return err
 			}
@@ -63,7 +63,7 @@ run the same command again to resume it, or add --fresh to start over.`,
 			if err != nil {
 				return err
 			}
-			res, err := a.crawl(cmd.Context(), crawlSpec{Spider: sp, Settings: s, Feeds: feeds, Log: log, Options: engine.Options{Job: job}})
+			res, err := a.Crawl(cmd.Context(), CrawlSpec{Spider: sp, Settings: s, Feeds: feeds, Log: log, Options: engine.Options{Job: job}})
 			if jerr := closeJob(job, feeds); jerr != nil && err == nil {
 				err = jerr
 			}
@@ -71,7 +71,7 @@ run the same command again to resume it, or add --fresh to start over.`,
 				return err
 			}
 			if s.Bool("STATS_DUMP") {
-				writeSummary(a.Stderr, sp.Name(), res)
+				WriteSummary(a.Stderr, sp.Name(), res)
 			}
 			if err != nil {
 				return err
@@ -82,7 +82,7 @@ run the same command again to resume it, or add --fresh to start over.`,
 			return nil
 		},
 	}
-	sf.add(cmd)
+	sf.Add(cmd)
 	f := cmd.Flags()
 	f.StringArrayVarP(&args, "arg", "a", nil, "spider argument `NAME=VALUE`; repeatable")
 	f.StringArrayVarP(&appendTo, "output", "o", nil, "append items to `FILE` (.jsonl, .json, .csv; - for stdout with -t)")

@@ -47,14 +47,14 @@ func TestSignalStopsGracefullyWithValidJSON(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	app := &App{Stdout: &stdout, Stderr: &stderr, Signals: sig}
 	code := app.run(context.Background(), []string{"run", "follow", "-a", "start_urls=" + srv.URL + "/0", "-O", out,
-		"-s", "LOG_FORMAT=json", "-s", "CONCURRENT_REQUESTS=2"}, nil)
+		"-s", "LOG_FORMAT=json", "-s", "CONCURRENT_REQUESTS=2"}, Program{})
 	// run needs the spider registered.
 	if code != ExitUsage {
 		t.Fatalf("without spiders: exit %d, want %d", code, ExitUsage)
 	}
 	stderr.Reset()
 	code = app.run(context.Background(), []string{"run", "follow", "-a", "start_urls=" + srv.URL + "/0", "-O", out,
-		"-s", "LOG_FORMAT=json", "-s", "CONCURRENT_REQUESTS=2"}, spidersForTest())
+		"-s", "LOG_FORMAT=json", "-s", "CONCURRENT_REQUESTS=2"}, Program{Spiders: spidersForTest()})
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}

@@ -16,7 +16,7 @@ func init() { addCommand(settingsCommand) }
 
 func settingsCommand(a *App) *cobra.Command {
 	var (
-		sf         settingsFlags
+		sf         SettingsFlags
 		asJSON     bool
 		spiderName string
 	)
@@ -38,7 +38,7 @@ value is printed (as JSON for lists and mappings), for use in scripts.`,
 					return err
 				}
 			}
-			s, err := sf.load(a, sp)
+			s, err := sf.Load(a, sp)
 			if err != nil {
 				return err
 			}
@@ -47,7 +47,7 @@ value is printed (as JSON for lists and mappings), for use in scripts.`,
 			}
 			entries, err := s.Entries(names...)
 			if err != nil {
-				return settingsErr(err)
+				return SettingsError(err)
 			}
 			if asJSON {
 				enc := json.NewEncoder(a.Stdout)
@@ -67,7 +67,7 @@ value is printed (as JSON for lists and mappings), for use in scripts.`,
 			return tw.Flush()
 		},
 	}
-	sf.add(cmd)
+	sf.Add(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print name, type, value, default, source, origin and doc of each setting as JSON")
 	cmd.Flags().StringVar(&spiderName, "spider", "", "include the settings of spider `NAME`")
 	return cmd

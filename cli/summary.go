@@ -21,10 +21,10 @@ type summarySection func(tw io.Writer, res *engine.Result)
 // function.
 var summarySections []summarySection
 
-// writeSummary prints the end-of-crawl summary: why it ended, requests,
+// WriteSummary prints the end-of-crawl summary: why it ended, requests,
 // responses by status, items, errors by kind, bytes, elapsed time and
 // rates.
-func writeSummary(w io.Writer, spiderName string, res *engine.Result) {
+func WriteSummary(w io.Writer, spiderName string, res *engine.Result) {
 	st := res.Stats
 	get := func(k string) int64 { return int64(st[k]) }
 	fmt.Fprintf(w, "\n--- %s: %s after %s ---\n", spiderName, res.Reason, res.Elapsed.Round(time.Millisecond))

@@ -30,7 +30,7 @@ func TestWriteSummary(t *testing.T) {
 		"completed_per_second":                                 4.8,
 	}}
 	var b bytes.Buffer
-	writeSummary(&b, "books", res)
+	WriteSummary(&b, "books", res)
 	for _, want := range []string{
 		"--- books: closespider_itemcount after 2.5s ---",
 		"requests   12  (GET: 11, POST: 1)",

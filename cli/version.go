@@ -15,7 +15,7 @@ func versionCommand(a *App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print gocrawl's version",
-		Args:  exactArgs(0, "no arguments"),
+		Args:  ExactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fmt.Fprintf(a.Stdout, "gocrawl %s (%s, %s/%s)\n", version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return nil

@@ -1,4 +1,4 @@
-package cli
+package democmd
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/gocrawl/gocrawl/cli"
 	"github.com/gocrawl/gocrawl/examples/books"
 	"github.com/gocrawl/gocrawl/examples/quotes"
 	"github.com/gocrawl/gocrawl/feed"
@@ -17,14 +18,12 @@ import (
 	"github.com/gocrawl/gocrawl/spider"
 )
 
-func init() { addCommand(demoCommand) }
-
 // DefaultDemoOutput is the file `gocrawl demo` writes items to.
 const DefaultDemoOutput = "demo-items.jsonl"
 
 // demo is the state of one `gocrawl demo`, handed to each phase.
 type demo struct {
-	app *App
+	app *cli.App
 	// site serves the demo hosts; "quotes" and "books" are started by the
 	// site phase.
 	site *simsite.Server
@@ -57,9 +56,10 @@ var demoPhases = []demoPhase{
 // addDemoPhase appends a phase to the demo.
 func addDemoPhase(p demoPhase) { demoPhases = append(demoPhases, p) }
 
-func demoCommand(a *App) *cobra.Command {
+// Demo is the `gocrawl demo` command.
+func Demo(a *cli.App) *cobra.Command {
 	var (
-		sf  settingsFlags
+		sf  cli.SettingsFlags
 		out string
 	)
 	cmd := &cobra.Command{
@@ -73,13 +73,13 @@ demo-items.jsonl (or -o FILE, overwritten) and print the stats of each crawl.
 gocrawl.yaml in the working directory is not read (so a project's
 DOWNLOAD_DELAY does not slow the demo down); --settings, GOCRAWL_ variables
 and -s apply.`,
-		Args: exactArgs(0, "no arguments"),
+		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := sf.loadDemo(a)
+			s, err := sf.LoadStandalone(a)
 			if err != nil {
 				return err
 			}
-			log, closeLog, err := newLogger(s, a.Stderr)
+			log, closeLog, err := cli.NewLogger(s, a.Stderr)
 			if err != nil {
 				return err
 			}
@@ -92,7 +92,7 @@ and -s apply.`,
 			}()
 			start := time.Now()
 			for _, p := range demoPhases {
-				if cmd.Context().Err() != nil || a.interrupted.Load() {
+				if cmd.Context().Err() != nil || a.Interrupted() {
 					fmt.Fprintf(a.Stderr, "\ndemo interrupted before the %s phase\n", p.Name)
 					break
 				}
@@ -104,20 +104,9 @@ and -s apply.`,
 			return nil
 		},
 	}
-	sf.add(cmd)
+	sf.Add(cmd)
 	cmd.Flags().StringVarP(&out, "output", "o", DefaultDemoOutput, "write the items to `FILE` (.jsonl, .json or .csv), replacing it")
 	return cmd
-}
-
-// loadDemo loads settings without the working directory's gocrawl.yaml
-// unless --settings names a file.
-func (f *settingsFlags) loadDemo(a *App) (*settings.Settings, error) {
-	opts := settings.LoadOptions{File: f.file, NoFile: f.file == "", Environ: a.Environ, Overrides: f.overrides}
-	s, err := settings.Load(opts)
-	if err != nil {
-		return nil, settingsErr(err)
-	}
-	return s, nil
 }
 
 // demoStartSite serves the quotes and books sites on 127.0.0.1, with a few
@@ -147,24 +136,24 @@ func demoCrawlBooks(ctx context.Context, d *demo) error {
 // crawl runs sp with args, appending its items to the demo's output file
 // (the first crawl replaces it), and prints its summary.
 func (d *demo) crawl(ctx context.Context, sp spider.Spider, args map[string]string) error {
-	if err := applyArgs(sp, args); err != nil {
+	if err := cli.ApplyArgs(sp, args); err != nil {
 		return err
 	}
 	s := d.settings.Clone()
 	if p, ok := sp.(spider.SettingsProvider); ok {
 		if err := s.SetMap(p.Settings(), settings.SourceSpider, "spider "+sp.Name()); err != nil {
-			return settingsErr(err)
+			return cli.SettingsError(err)
 		}
 	}
 	ex, err := feed.New(d.out, feed.Options{Overwrite: !d.started, Fields: s.Strings("FEED_EXPORT_FIELDS"), Indent: s.Int("FEED_EXPORT_INDENT")})
 	if err != nil {
-		return usagef("-o %s: %v", d.out, err)
+		return cli.UsageErrorf("-o %s: %v", d.out, err)
 	}
 	d.started = true
 	fmt.Fprintf(d.app.Stderr, "\ncrawling %s with the %s spider...\n", args["start_url"], sp.Name())
-	res, err := d.app.crawl(ctx, crawlSpec{Spider: sp, Settings: s, Feeds: []*feed.Exporter{ex}, Log: d.log})
+	res, err := d.app.Crawl(ctx, cli.CrawlSpec{Spider: sp, Settings: s, Feeds: []*feed.Exporter{ex}, Log: d.log})
 	if res != nil {
-		writeSummary(d.app.Stderr, sp.Name(), res)
+		cli.WriteSummary(d.app.Stderr, sp.Name(), res)
 		d.items += ex.Items()
 	}
 	return err

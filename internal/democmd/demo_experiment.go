@@ -1,4 +1,4 @@
-package cli
+package democmd
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/cli"
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/internal/simsite"
 	"github.com/gocrawl/gocrawl/metrics"
@@ -174,7 +175,7 @@ func startExperiment(ctx context.Context, d *demo, pages int) ([]*experimentRun,
 		over["METRICS_ADDR"] = ""
 		over["CLOSESPIDER_TIMEOUT"] = experimentTimeout.Seconds()
 		if err := s.SetMap(over, settings.SourceSpider, "demo experiment, "+c.Name); err != nil {
-			return runs, settingsErr(err)
+			return runs, cli.SettingsError(err)
 		}
 		r.mon, err = metrics.NewMonitor(s, metrics.MonitorOptions{})
 		if err != nil {
@@ -186,7 +187,7 @@ func startExperiment(ctx context.Context, d *demo, pages int) ([]*experimentRun,
 		log := d.log.Level(max(d.log.GetLevel(), zerolog.ErrorLevel)).With().Str("config", c.Name).Logger()
 		r.eng, err = engine.New(sp, s, engine.Options{Log: log, Observers: []engine.Observer{r.mon.Recorder()}})
 		if err != nil {
-			return runs, usagef("demo experiment, %s: %v", c.Name, err)
+			return runs, cli.UsageErrorf("demo experiment, %s: %v", c.Name, err)
 		}
 		if err := r.mon.Start(r.eng); err != nil {
 			return runs, err

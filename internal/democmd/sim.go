@@ -1,4 +1,4 @@
-package cli
+package democmd
 
 import (
 	"fmt"
@@ -9,12 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gocrawl/gocrawl/cli"
 	"github.com/gocrawl/gocrawl/internal/simsite"
 )
 
-func init() { addCommand(simCommand) }
-
-func simCommand(a *App) *cobra.Command {
+// Sim is the `gocrawl sim` command.
+func Sim(a *cli.App) *cobra.Command {
 	var configPath string
 	cmd := &cobra.Command{
 		Use:   "sim [--config FILE]",
@@ -30,18 +30,18 @@ polite host (robots.txt Crawl-delay: 1).
 It prints each host's URL, then serves until Ctrl-C, and prints what each
 host saw: requests by status, peak concurrency, start bursts and requests
 sent inside a Retry-After window.`,
-		Args: exactArgs(0, "no arguments"),
+		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := simsite.DefaultDemoConfig()
 			if configPath != "" {
 				var err error
 				if cfg, err = simsite.LoadConfigFile(configPath); err != nil {
-					return usagef("--config %s: %v", configPath, err)
+					return cli.UsageErrorf("--config %s: %v", configPath, err)
 				}
 			}
 			srv, err := simsite.Start(cmd.Context(), cfg)
 			if err != nil {
-				return usagef("cannot serve the simulated site: %v", err)
+				return cli.UsageErrorf("cannot serve the simulated site: %v", err)
 			}
 			defer srv.Close()
 			hosts := srv.Hosts()

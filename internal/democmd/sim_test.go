@@ -1,4 +1,4 @@
-package cli
+package democmd
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gocrawl/gocrawl/cli"
 )
 
 // `gocrawl sim --config FILE` prints each host's URL, serves it, and on
@@ -24,12 +26,10 @@ func TestSim(t *testing.T) {
 	var stderr bytes.Buffer
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	a := &App{Stdout: pw, Stderr: &stderr}
-	done := make(chan error, 1)
+	prog := cli.Program{Commands: []cli.Command{Sim}}
+	done := make(chan int, 1)
 	go func() {
-		root := a.rootCommand()
-		root.SetArgs([]string{"sim", "--config", cfg})
-		done <- root.ExecuteContext(ctx)
+		done <- prog.Run(ctx, []string{"sim", "--config", cfg}, pw, &stderr)
 		pw.Close()
 	}()
 	lines := bufio.NewScanner(pr)
@@ -61,18 +61,17 @@ func TestSim(t *testing.T) {
 	for lines.Scan() {
 		rest.WriteString(lines.Text() + "\n")
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if code := <-done; code != cli.ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
 	out := rest.String()
 	if !strings.Contains(out, "inside Retry-After") || !strings.Contains(out, "429: 1") {
 		t.Errorf("stats at exit:\n%s", out)
 	}
 
-	a = &App{Stdout: io.Discard, Stderr: io.Discard}
-	root := a.rootCommand()
-	root.SetArgs([]string{"sim", "--config", filepath.Join(dir, "missing.yaml")})
-	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
-		t.Errorf("missing config: err = %v, want one naming the file", err)
+	stderr.Reset()
+	code := prog.Run(t.Context(), []string{"sim", "--config", filepath.Join(dir, "missing.yaml")}, io.Discard, &stderr)
+	if code != cli.ExitUsage || !strings.Contains(stderr.String(), "missing.yaml") {
+		t.Errorf("missing config: exit %d, stderr %q; want exit 2 naming the file", code, stderr.String())
 	}
 }

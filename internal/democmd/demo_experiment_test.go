@@ -1,4 +1,4 @@
-package cli
+package democmd
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/cli"
 	"github.com/gocrawl/gocrawl/settings"
 )
 
@@ -23,7 +24,7 @@ func TestDemoExperiment(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	d := &demo{app: &App{Stderr: &out}, settings: s, log: zerolog.Nop()}
+	d := &demo{app: &cli.App{Stderr: &out}, settings: s, log: zerolog.Nop()}
 	runs, err := startExperiment(t.Context(), d, pages)
 	defer func() {
 		for _, r := range runs {
