@@ -20,12 +20,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gocrawl/gocrawl/internal/registry"
-	"github.com/gocrawl/gocrawl/pqueue"
-
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/internal/registry"
+	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"

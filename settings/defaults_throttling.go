@@ -1,6 +1,7 @@
 package settings
 
-// Throttling settings, with the names and defaults of spec/throttling.rst.
+// Throttling settings, with the names and defaults of Scrapy's throttling
+// design (scrapy/scrapy PR #6931); docs/throttling.md describes each.
 func init() {
 	for _, d := range []Def{
 		{Name: "CONCURRENT_REQUESTS_PER_DOMAIN", Type: NonNegative(Int), Default: 8, Doc: "Maximum simultaneous requests per domain scope (0 = unlimited)."},

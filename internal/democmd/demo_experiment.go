@@ -21,7 +21,8 @@ import (
 	"github.com/gocrawl/gocrawl/spider"
 )
 
-// The two-host experiment of spec/start-rate-and-per-host.md, as the last
+// The two-host experiment of docs/metrics.md ("why start rate and per-host
+// limits"), as the last
 // phase of `gocrawl demo`: a strict host (token bucket of 10 requests/s,
 // burst 5, 429 with Retry-After) and a lenient control host, the same pages
 // on each, a global pool of 50, crawled by three configurations of the same
