@@ -1,36 +1,3 @@
-// Package pebbleq is the disk queue behind JOBDIR: a pqueue.Store that
-// keeps every queued request in the job's Pebble database, so a paused or
-// crashed crawl resumes with its frontier intact and memory does not grow
-// with the queue.
-//
-// Layout, under the store's key prefix p (jobdir.PrefixQueue by default):
-//
-//	p "q" uvarint(len(queue)) queue prio' id   -> record   (sub-queues)
-//	p "d" notBefore' id                        -> record   (delayed set)
-//	p "n"                                      -> highest ID handed out
-//
-// prio' is the priority mapped so that higher priorities sort first, and
-// notBefore' and id are big-endian, so Pebble's key order is exactly the
-// order in which entries are served. A record holds a versioned header
-// (queue, priority, not-before time, scopes with amounts) followed by the
-// request encoded by the store's pqueue.Codec (jobdir.Codec).
-//
-// Memory holds, per sub-queue, a count and a small read-ahead buffer of its
-// best entries (one entry for a sub-queue only looked at, up to
-// Options.HeadBuffer for one being consumed), plus the reserved entries
-// (bounded by the requests in flight). Everything else stays on disk.
-//
-// Reservations are not written: Reserve only moves an entry out of line in
-// memory and Ack deletes it. A crash or a Close therefore leaves reserved
-// entries stored, and Open puts them back in line with their IDs
-// (at-least-once delivery).
-//
-// Writes use pebble.NoSync: the job directory syncs the write-ahead log
-// periodically and on close (see jobdir.Options.SyncInterval). Pebble's
-// log is replayed as a prefix, so after a power failure the queue is as it
-// was at some moment of the last sync window: a request whose Ack is lost
-// is fetched again, and a request pushed by a callback is never lost while
-// the Ack of the job that produced it survives.
 package pebbleq
 
 import (
@@ -39,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -47,18 +13,10 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/gocrawl/gocrawl/pqueue"
-	"github.com/gocrawl/gocrawl/throttling"
 )
-
-// recordVersion starts every stored record.
-const recordVersion byte = 1
 
 // idBlock is how many IDs are reserved with one write of the "n" key.
 const idBlock = 1 << 14
-
-// ErrCorrupt is the kind of error for stored keys or records that do not
-// parse.
-var ErrCorrupt = errors.New("pebbleq: corrupt queue data")
 
 // Options configure a Store.
 type Options struct {
@@ -215,16 +173,16 @@ func (s *Store) Open(ctx context.Context) error {
 		return err
 	}
 	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		if len(k) != len(s.dp)+16 {
+		notBefore, id, err := s.parseDelayedKey(it.Key())
+		if err != nil {
 			it.Close()
-			return fmt.Errorf("%w: delayed key %q", ErrCorrupt, k)
+			return err
 		}
 		if s.delayed == 0 {
-			s.due = decodeTime(k[len(s.dp):])
+			s.due = notBefore
 		}
 		s.delayed++
-		s.nextID = max(s.nextID, binary.BigEndian.Uint64(k[len(s.dp)+8:]))
+		s.nextID = max(s.nextID, id)
 	}
 	if err := errors.Join(it.Error(), it.Close()); err != nil {
 		return err
@@ -237,8 +195,7 @@ func (s *Store) Open(ctx context.Context) error {
 func (s *Store) subq(name string) *subq {
 	q, ok := s.queues[name]
 	if !ok {
-		p := append(slices.Clip(s.qp), binary.AppendUvarint(nil, uint64(len(name)))...)
-		q = &subq{name: name, prefix: append(p, name...)}
+		q = &subq{name: name, prefix: s.queuePrefix(name)}
 		s.queues[name] = q
 	}
 	return q
@@ -508,9 +465,7 @@ func (s *Store) PromoteDue(ctx context.Context, now time.Time) ([]pqueue.Info, e
 	if s.delayed == 0 || s.due.After(now) {
 		return nil, nil
 	}
-	upper := append(slices.Clip(s.dp), encodeTime(now)...)
-	upper = append(upper, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0)
-	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: s.dp, UpperBound: upper})
+	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: s.dp, UpperBound: s.dueBound(now)})
 	if err != nil {
 		return nil, err
 	}
@@ -519,11 +474,11 @@ func (s *Store) PromoteDue(ctx context.Context, now time.Time) ([]pqueue.Info, e
 	var moved []*item
 	for iter.First(); iter.Valid(); iter.Next() {
 		k := iter.Key()
-		if len(k) != len(s.dp)+16 {
+		_, id, err := s.parseDelayedKey(k)
+		if err != nil {
 			iter.Close()
-			return nil, fmt.Errorf("%w: delayed key %q", ErrCorrupt, k)
+			return nil, err
 		}
-		id := binary.BigEndian.Uint64(k[len(s.dp)+8:])
 		val, err := iter.ValueAndErr()
 		if err != nil {
 			iter.Close()
@@ -628,121 +583,5 @@ func (s *Store) Close(ctx context.Context) error {
 	defer s.mu.Unlock()
 	s.open = false
 	s.queues, s.reserved = nil, nil
-	return nil
-}
-
-func (s *Store) queueKey(q *subq, prio int, id uint64) []byte {
-	k := make([]byte, 0, len(q.prefix)+16)
-	k = append(k, q.prefix...)
-	k = binary.BigEndian.AppendUint64(k, ^(uint64(int64(prio)) ^ (1 << 63)))
-	return binary.BigEndian.AppendUint64(k, id)
-}
-
-// parseQueueKey returns the sub-queue name and ID of a sub-queue key.
-func (s *Store) parseQueueKey(k []byte) ([]byte, uint64, error) {
-	rest := k[len(s.qp):]
-	n, w := binary.Uvarint(rest)
-	if w <= 0 || uint64(len(rest)-w) != n+16 {
-		return nil, 0, fmt.Errorf("%w: queue key %q", ErrCorrupt, k)
-	}
-	rest = rest[w:]
-	return rest[:n], binary.BigEndian.Uint64(rest[n+8:]), nil
-}
-
-func (s *Store) delayedKey(t time.Time, id uint64) []byte {
-	k := append(slices.Clip(s.dp), encodeTime(t)...)
-	return binary.BigEndian.AppendUint64(k, id)
-}
-
-func encodeTime(t time.Time) []byte {
-	return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano())^(1<<63))
-}
-
-func decodeTime(b []byte) time.Time {
-	return time.Unix(0, int64(binary.BigEndian.Uint64(b)^(1<<63))).UTC()
-}
-
-// appendRecord writes the record header for info followed by the request.
-func appendRecord(b []byte, info pqueue.Info, req []byte) []byte {
-	b = append(b, recordVersion)
-	b = binary.AppendUvarint(b, uint64(len(info.Queue)))
-	b = append(b, info.Queue...)
-	b = binary.AppendVarint(b, int64(info.Priority))
-	var nb int64
-	if !info.NotBefore.IsZero() {
-		nb = info.NotBefore.UnixNano()
-	}
-	b = binary.AppendVarint(b, nb)
-	b = binary.AppendUvarint(b, uint64(len(info.Scopes)))
-	for _, sc := range info.Scopes {
-		b = binary.AppendUvarint(b, uint64(len(sc.Name)))
-		b = append(b, sc.Name...)
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(sc.Amount))
-	}
-	return append(b, req...)
-}
-
-// parseRecord returns the Info (without ID) and request bytes of a record.
-func parseRecord(b []byte) (pqueue.Info, []byte, error) {
-	var info pqueue.Info
-	if len(b) == 0 || b[0] != recordVersion {
-		if len(b) == 0 {
-			return info, nil, errors.New("empty record")
-		}
-		return info, nil, fmt.Errorf("record version %d, this build reads %d", b[0], recordVersion)
-	}
-	b = b[1:]
-	str := func() (string, bool) {
-		n, w := binary.Uvarint(b)
-		if w <= 0 || uint64(len(b)-w) < n {
-			return "", false
-		}
-		s := string(b[w : w+int(n)])
-		b = b[w+int(n):]
-		return s, true
-	}
-	var ok bool
-	if info.Queue, ok = str(); !ok {
-		return info, nil, errors.New("bad queue name")
-	}
-	p, w := binary.Varint(b)
-	if w <= 0 {
-		return info, nil, errors.New("bad priority")
-	}
-	info.Priority, b = int(p), b[w:]
-	nb, w := binary.Varint(b)
-	if w <= 0 {
-		return info, nil, errors.New("bad not-before time")
-	}
-	if nb != 0 {
-		info.NotBefore = time.Unix(0, nb).UTC()
-	}
-	b = b[w:]
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > uint64(len(b)) {
-		return info, nil, errors.New("bad scope count")
-	}
-	b = b[w:]
-	if n > 0 {
-		info.Scopes = make(throttling.Scopes, n)
-		for i := range info.Scopes {
-			if info.Scopes[i].Name, ok = str(); !ok || len(b) < 8 {
-				return info, nil, errors.New("bad scope")
-			}
-			info.Scopes[i].Amount = math.Float64frombits(binary.LittleEndian.Uint64(b))
-			b = b[8:]
-		}
-	}
-	return info, b, nil
-}
-
-func prefixEnd(p []byte) []byte {
-	end := slices.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		end[i]++
-		if end[i] != 0 {
-			return end[:i+1]
-		}
-	}
 	return nil
 }

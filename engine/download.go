@@ -1,0 +1,255 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gocrawl/gocrawl/errkind"
+	"github.com/gocrawl/gocrawl/middleware"
+	"github.com/gocrawl/gocrawl/scheduler"
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
+)
+
+// This file is a worker's download step (step 3 of the package doc): a job
+// handed out by the loop waits for throttling admission when the scheduler
+// did not admit it, goes through the downloader middlewares to the
+// network, and its outcome is reported to the throttler, the observers and
+// the downloader/* stats. process then hands the result to scrape
+// (scrape.go) and tells the loop (loop.go) when the slot is free and when
+// the job is finished. Download is the same step for requests fetched
+// outside the scheduler (robots.txt, inline requests).
+
+// runKey carries the job being fetched to the innermost fetcher.
+type runKey struct{}
+
+// run is one download of a job: reported is set once its outcome has been
+// reported to the throttler, which frees its scopes.
+type run struct {
+	job      *scheduler.Job
+	reported bool
+}
+
+// process is one job's life after the scheduler hands it out: admission
+// (engine-gated mode), download, then scrape. It runs on a worker
+// goroutine and sends the loop evDownloaded when the global slot is free
+// and evFinished, with whether to acknowledge the job, when it is done.
+func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
+	r := &run{job: job}
+	ack := true
+	defer func() {
+		e.events <- event{kind: evFinished, job: job, ack: ack}
+	}()
+	dctx := ctx // cancelled by Abort
+
+	if !job.Admitted && !e.admit(job) {
+		e.events <- event{kind: evDownloaded}
+		ack = false
+		return
+	}
+
+	res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(dctx, runKey{}, r), job.SentAt), job.Req)
+	if !r.reported {
+		// A middleware answered without downloading (cache) or dropped
+		// the request: free the scopes without feedback.
+		e.thr.Done(dctx, job.Req, job.Scopes, job.SentAt, nil, nil)
+	}
+	e.events <- event{kind: evDownloaded}
+
+	if e.abortCtx.Err() != nil && err != nil {
+		ack = false // cut short by Abort: keep it queued for the next run
+		return
+	}
+	e.scrape(ctx, job.Req, res, err)
+	if e.abortCtx.Err() != nil {
+		// Aborted while the callback ran: it may not have produced all its
+		// requests, so a persistent queue keeps the job (at least once).
+		ack = false
+	}
+}
+
+// admit is the engine-gated mode's wait for the job's scopes, while it
+// holds its global slot. It reports false when a graceful stop cut the
+// wait short: the request has not started, so it stays queued
+// (unacknowledged) for a later run.
+func (e *Engine) admit(job *scheduler.Job) bool {
+	n := e.waitingAdmission.Add(1)
+	e.warnDelayed(n)
+	// throttling_delay: once per request (copies keep the mark), before
+	// the scopes are asked, so it holds no scope slot while it waits.
+	if d := throttling.TakeRequestDelay(job.Req); d > 0 {
+		t := e.clock.NewTimer(d)
+		select {
+		case <-t.C():
+		case <-e.stopCtx.Done():
+		}
+		t.Stop()
+	}
+	sentAt, err := e.thr.Admit(e.stopCtx, job.Scopes)
+	e.waitingAdmission.Add(-1)
+	if err != nil {
+		return false
+	}
+	job.SentAt, job.Admitted = sentAt, true
+	return true
+}
+
+// fetchAndReport is the innermost fetcher: the real download, reported to
+// the throttler and observers.
+func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+	if miss := middleware.OfflineMiss(req); miss != nil {
+		// It skipped throttling on a promise to be answered offline: it
+		// must not reach the network, so it goes back through throttling.
+		return nil, miss
+	}
+	r, _ := ctx.Value(runKey{}).(*run)
+	var scopes throttling.Scopes
+	var sentAt time.Time
+	if r != nil {
+		scopes, sentAt = r.job.Scopes, r.job.SentAt
+	}
+	for _, o := range e.observers {
+		o.RequestStarted(sentAt, req, scopes)
+	}
+	e.cRequests.Add(1)
+	if m := req.GetMethod(); m == http.MethodGet {
+		e.cGets.Add(1)
+	} else {
+		e.stats.Inc("downloader/request_method_count/"+m, 1)
+	}
+	res, err := e.dl.Fetch(ctx, req)
+	now := e.clock.Now()
+	// Cut short by Abort, or by the caller of Download giving up: not the
+	// server's doing, so no backoff feedback and no download error.
+	aborted := err != nil && (e.abortCtx.Err() != nil || ctx.Err() != nil)
+	if r != nil && !r.reported {
+		r.reported = true
+		if aborted {
+			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
+		} else {
+			e.thr.Done(ctx, req, scopes, sentAt, res, err)
+		}
+	}
+	for _, o := range e.observers {
+		o.RequestFinished(now, req, scopes, res, err)
+	}
+	if err != nil {
+		if !aborted {
+			kind := errkind.Of(err)
+			if kind == "" {
+				kind = "other"
+			}
+			e.cExceptions.Add(1)
+			e.stats.Inc("downloader/exception_type_count/"+kind, 1)
+		}
+		return nil, err
+	}
+	e.cResponses.Add(1)
+	e.stats.Inc(statusKey(res.Status), 1)
+	e.cBytes.Add(float64(len(res.Body)))
+	if res.Status >= 200 && res.Status < 300 {
+		e.cOK.Add(1)
+	}
+	return res, nil
+}
+
+// Download fetches req outside the scheduler: it waits for the start rate
+// and the request's scopes (holding no global slot), then goes through the
+// downloader middlewares. Redirects and retries answered by middlewares are
+// followed here, up to 10 hops. Used for robots.txt and inline requests.
+func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+	for range 10 {
+		scopes, err := e.gate.Scopes(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		for !isOffline(req) {
+			w := e.starts.Wait(e.clock.Now())
+			if w == 0 {
+				break
+			}
+			t := e.clock.NewTimer(w)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C():
+			}
+		}
+		if !isOffline(req) {
+			e.starts.Take(e.clock.Now())
+		}
+		n := e.waitingAdmission.Add(1)
+		e.warnDelayed(n)
+		sentAt, err := e.thr.Admit(ctx, scopes)
+		e.waitingAdmission.Add(-1)
+		if err != nil {
+			return nil, err
+		}
+		r := &run{job: &scheduler.Job{Req: req, Scopes: scopes, Admitted: true, SentAt: sentAt}}
+		res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(ctx, runKey{}, r), sentAt), req)
+		if !r.reported {
+			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
+		}
+		var resched *middleware.RescheduleError
+		if errors.As(err, &resched) && len(resched.Requests) == 1 {
+			req = resched.Requests[0]
+			continue
+		}
+		return res, err
+	}
+	return nil, fmt.Errorf("download of %s: too many redirects or retries", req)
+}
+
+func (e *Engine) warnDelayed(n int64) {
+	th := int64(e.set.Int("DELAYED_REQUESTS_WARN_THRESHOLD"))
+	if th > 0 && n >= th && e.delayedWarned.CompareAndSwap(false, true) {
+		e.log.Warn().Int64("held_back", n).Int64("threshold", th).
+			Msg("many requests are held back by throttling while holding a slot or outside the scheduler; " +
+				"consider SCHEDULER: ThrottlingAwareScheduler, which keeps waiting requests in the queue instead")
+	}
+}
+
+// offlineThrottler is the throttler as the scheduler sees it, except that a
+// request a downloader middleware promises to answer without sending it (a
+// fresh HTTP cache entry) gets no throttling scopes: it neither waits for
+// nor counts against any scope. The promise is checked again just before
+// the network (middleware.OfflineMiss).
+type offlineThrottler struct {
+	*throttling.Throttler
+	chain *middleware.DownloaderChain
+}
+
+// Scopes implements scheduler.Throttler.
+func (g offlineThrottler) Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
+	if g.chain.AnswerOffline(ctx, req) {
+		return nil, nil
+	}
+	return g.Throttler.Scopes(ctx, req)
+}
+
+func isOffline(req *spider.Request) bool {
+	v, _ := req.Get(middleware.MetaOffline).(bool)
+	return v
+}
+
+// statusKeys are the stats keys of the statuses 100 to 599, built once so
+// that counting a response allocates nothing.
+var statusKeys = func() []string {
+	keys := make([]string, 600)
+	for i := 100; i < 600; i++ {
+		keys[i] = "downloader/response_status_count/" + strconv.Itoa(i)
+	}
+	return keys
+}()
+
+func statusKey(code int) string {
+	if code >= 100 && code < 600 {
+		return statusKeys[code]
+	}
+	return "downloader/response_status_count/" + strconv.Itoa(code)
+}

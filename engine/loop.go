@@ -1,0 +1,316 @@
+package engine
+
+import (
+	"context"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/scheduler"
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// This file is the engine's loop (steps 1, 2 and 5 of the package doc).
+// One goroutine runs it; it alone calls Scheduler.Enqueue, Next and Done
+// and counts the jobs in flight. Workers (download.go, scrape.go) talk to
+// it only through events.
+
+type evKind uint8
+
+const (
+	evRequest    evKind = iota // a callback produced a request
+	evDownloaded               // a download finished: its global slot is free
+	evFinished                 // a job is fully processed
+)
+
+type event struct {
+	kind evKind
+	req  *spider.Request
+	job  *scheduler.Job
+	ack  bool // evFinished: acknowledge the job to the scheduler
+}
+
+// loop is the engine: every turn runs the numbered steps below, each in its
+// own method of loopState, until nothing is queued or running or a stop
+// has let the in-flight jobs finish. It returns the reason the crawl ended.
+// ctx is the work context; done signals a graceful stop (Run's ctx).
+func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
+	l := e.newLoop(ctx, done)
+	defer l.close()
+	for {
+		l.takeStop()              // 0. a stop requested since the last turn
+		l.feedStarts()            // 1. start requests into the scheduler
+		wake := l.startRequests() // 2. start what slots, rate and scopes allow
+		if reason, ok := l.done(); ok {
+			return reason // 3. nothing queued or running (or stopped)
+		}
+		l.sleep(wake) // 4. wait for an event, a timer or a stop
+	}
+}
+
+// loopState is what the loop keeps between turns. Only the loop goroutine
+// touches it.
+type loopState struct {
+	e   *Engine
+	ctx context.Context // the work context: cancelled by Abort only
+	// runDone is Run's ctx.Done(), nil once it has been turned into Stop.
+	runDone <-chan struct{}
+
+	next       func() (*spider.Request, error, bool) // pulls spider.Start
+	stopStarts func()
+	startsDone bool // spider.Start has no more requests
+
+	// Jobs run on reused worker goroutines: a fresh goroutine per request
+	// would grow its stack through the middleware chains every time.
+	work    chan *scheduler.Job
+	workers sync.WaitGroup
+
+	// lowWater is the queue length below which start requests are pulled.
+	lowWater int
+	// maxActive caps the jobs between download and acknowledgement (0 =
+	// no cap). Callbacks run after their slot is freed, so slow callbacks
+	// slow the crawl down instead of piling up responses in memory.
+	maxActive int
+
+	inflight int    // downloads holding a global slot
+	active   int    // jobs not yet finished (download + callback)
+	stopping string // the stop's reason once one is under way
+
+	timer  clock.Timer      // wakes the loop for the scheduler or start rate
+	closeT clock.Timer      // CLOSESPIDER_TIMEOUT, or nil
+	closeC <-chan time.Time // closeT's channel, nil without it
+}
+
+func (e *Engine) newLoop(ctx context.Context, done <-chan struct{}) *loopState {
+	l := &loopState{e: e, ctx: ctx, runDone: done, work: make(chan *scheduler.Job)}
+	l.next, l.stopStarts = iter.Pull2(e.sp.Start(ctx))
+	l.lowWater = max(4*e.maxInflight, 256)
+	if e.maxInflight > 0 {
+		l.maxActive = 2*e.maxInflight + 16
+	}
+	if d := e.set.Seconds("CLOSESPIDER_TIMEOUT"); d > 0 {
+		l.closeT = e.clock.NewTimer(d)
+		l.closeC = l.closeT.C()
+	}
+	return l
+}
+
+// close stops the timers, lets the idle workers exit (every job is
+// finished when the loop returns) and releases spider.Start.
+func (l *loopState) close() {
+	if l.closeT != nil {
+		l.closeT.Stop()
+	}
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	close(l.work)
+	l.workers.Wait()
+	l.stopStarts()
+}
+
+// takeStop is step 0: a stop requested since the last turn takes effect
+// before anything else starts. Stop() cancels stopCtx synchronously, and a
+// cancelled Run ctx is turned into Stop here.
+func (l *loopState) takeStop() {
+	select {
+	case <-l.runDone:
+		l.shutdown()
+	default:
+	}
+	if l.stopping == "" && l.e.stopCtx.Err() != nil {
+		l.beginStop(<-l.e.stopCh)
+	}
+}
+
+// shutdown turns the cancellation of Run's ctx into Stop("shutdown").
+func (l *loopState) shutdown() {
+	l.runDone = nil
+	l.e.Stop("shutdown")
+}
+
+// beginStop records the reason of the first stop; later ones change nothing.
+func (l *loopState) beginStop(reason string) {
+	if l.stopping != "" {
+		return
+	}
+	l.stopping = reason
+	l.e.log.Info().Str("reason", reason).Int("in_flight", l.active).Msg("closing spider: letting in-flight requests finish")
+}
+
+// feedStarts is step 1: it keeps the scheduler fed with start requests,
+// lazily: at most lowWater per turn, so that a spider yielding mostly
+// duplicates does not keep the loop from scheduling.
+func (l *loopState) feedStarts() {
+	e := l.e
+	for pulled := 0; !l.startsDone && l.stopping == "" && pulled < l.lowWater && e.sched.Len() < l.lowWater; pulled++ {
+		req, err, ok := l.next()
+		if !ok {
+			l.startsDone = true
+			return
+		}
+		if err != nil {
+			e.stats.Inc("start_requests/invalid", 1)
+			e.log.Error().Err(err).Msg("invalid start request; skipping it")
+			continue
+		}
+		e.enqueue(l.ctx, req)
+	}
+}
+
+// startRequests is step 2: it starts as many requests as slots, start rate
+// and scopes allow, each on a worker. It returns how long until the start
+// rate or the scheduler expects another one to be possible (0: when
+// something happens).
+func (l *loopState) startRequests() (wake time.Duration) {
+	e := l.e
+	for l.canStart() {
+		now := e.clock.Now()
+		if w := e.starts.Wait(now); w > 0 {
+			return w
+		}
+		job, w, err := e.sched.Next(l.ctx, now)
+		if err != nil {
+			e.log.Error().Err(err).Msg("scheduler failed; stopping the crawl")
+			e.stats.Inc("scheduler/errors", 1)
+			e.Stop("scheduler_error")
+			return 0
+		}
+		if job == nil {
+			return w
+		}
+		if !isOffline(job.Req) {
+			e.starts.Take(now) // answered offline: not a start
+		}
+		l.inflight++
+		l.active++
+		e.stats.Max("engine/peak_inflight", float64(l.inflight))
+		l.dispatch(job)
+	}
+	return 0
+}
+
+// canStart reports whether a job may start: no stop under way, a global
+// slot (CONCURRENT_REQUESTS) free, and fewer than maxActive jobs
+// unfinished. A Stop from a worker (CLOSESPIDER_*) cancels stopCtx at once,
+// so it is checked before every start, not only once per turn.
+func (l *loopState) canStart() bool {
+	e := l.e
+	return l.stopping == "" && e.stopCtx.Err() == nil &&
+		(e.maxInflight == 0 || l.inflight < e.maxInflight) &&
+		(l.maxActive == 0 || l.active < l.maxActive)
+}
+
+// dispatch gives job to an idle worker, or to a new one.
+func (l *loopState) dispatch(job *scheduler.Job) {
+	select {
+	case l.work <- job: // an idle worker takes it
+	default:
+		l.workers.Go(func() {
+			for ; job != nil; job = <-l.work {
+				l.e.process(l.ctx, job)
+			}
+		})
+	}
+}
+
+// done is step 3: the crawl is over when no job is unfinished and either a
+// stop is under way or the start requests and the queue are exhausted.
+func (l *loopState) done() (reason string, ok bool) {
+	if l.active != 0 {
+		return "", false
+	}
+	if l.stopping != "" {
+		return l.stopping, true
+	}
+	if l.startsDone && l.e.sched.Len() == 0 {
+		return "finished", true
+	}
+	return "", false
+}
+
+// sleep is step 4: it waits until something happens: an event from a
+// worker, the wake time of step 2, a stop, CLOSESPIDER_TIMEOUT, or a scope
+// change the scheduler reports. When more start requests are wanted it
+// only takes what already happened (poll is ready).
+func (l *loopState) sleep(wake time.Duration) {
+	e := l.e
+	var poll <-chan struct{}
+	if !l.startsDone && l.stopping == "" && e.sched.Len() < l.lowWater {
+		poll = closedChan
+	}
+	var timerC <-chan time.Time
+	if wake > 0 && l.stopping == "" {
+		if l.timer == nil {
+			l.timer = e.clock.NewTimer(wake)
+		} else {
+			l.timer.Stop()
+			l.timer.Reset(wake)
+		}
+		timerC = l.timer.C()
+	}
+	// A scope can free up without an event here (a download outside
+	// the scheduler, a shortened delay): the scheduler says so.
+	var changed <-chan struct{}
+	if n, ok := e.sched.(scheduler.Notifier); ok && l.stopping == "" && (e.maxInflight == 0 || l.inflight < e.maxInflight) {
+		changed = n.Changed()
+	}
+	select {
+	case ev := <-e.events:
+		l.handleEvents(ev)
+	case <-timerC:
+	case reason := <-e.stopCh:
+		l.beginStop(reason)
+	case <-l.closeC:
+		e.Stop("closespider_timeout")
+	case <-l.runDone:
+		l.shutdown()
+	case <-poll:
+	case <-changed:
+	}
+}
+
+// handleEvents applies ev and every event already waiting, before the loop
+// schedules again: requests from callbacks are enqueued (step 1), freed
+// slots and finished jobs are counted, and finished jobs are acknowledged
+// to the scheduler unless they were cut short (step 5).
+func (l *loopState) handleEvents(ev event) {
+	e := l.e
+	for {
+		switch ev.kind {
+		case evRequest:
+			e.enqueue(l.ctx, ev.req)
+		case evDownloaded:
+			l.inflight--
+		case evFinished:
+			l.active--
+			if ev.ack {
+				if err := e.sched.Done(l.ctx, ev.job); err != nil {
+					e.log.Error().Err(err).Str("url", ev.job.Req.URL.Redacted()).Msg("scheduler could not acknowledge a finished request")
+				}
+			}
+		}
+		select {
+		case ev = <-e.events:
+		default:
+			return
+		}
+	}
+}
+
+func (e *Engine) enqueue(ctx context.Context, req *spider.Request) {
+	if req == nil {
+		return
+	}
+	ok, err := e.sched.Enqueue(ctx, req)
+	if err != nil {
+		e.stats.Inc("scheduler/rejected", 1)
+		e.log.Error().Err(err).Str("url", req.URL.Redacted()).Msg("request rejected by the scheduler")
+		return
+	}
+	_ = ok
+}
+
+// closedChan is always ready.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

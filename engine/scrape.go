@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/gocrawl/gocrawl/middleware"
+	"github.com/gocrawl/gocrawl/pipeline"
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// This file is what happens to a download's outcome (step 4 of the package
+// doc), as Scrapy's scraper does it: a response goes through the spider
+// middlewares to its callback, an error or a dropped request to its
+// errback, a panic becomes an error with its stack, and the items a
+// callback or errback writes to its Output (output.go) go through the item
+// pipelines. Requests they write go back to the loop (loop.go) as events.
+// The CLOSESPIDER_PAGECOUNT, _ERRORCOUNT and _ITEMCOUNT limits are checked
+// here.
+
+// scrape hands the outcome of req's download to the spider: a reschedule
+// (redirect, retry) sends its requests back to the loop, an error goes to
+// the errback, a response through the spider middlewares to the callback.
+func (e *Engine) scrape(ctx context.Context, req *spider.Request, res *spider.Response, err error) {
+	out := &output{e: e, ctx: ctx}
+	var resched *middleware.RescheduleError
+	switch {
+	case errors.As(err, &resched):
+		e.stats.Inc("engine/rescheduled/"+resched.Reason, 1)
+		for _, nr := range resched.Requests {
+			out.Request(nr)
+		}
+	case err != nil:
+		e.failed(ctx, req, err, out)
+	case res == nil:
+		e.failed(ctx, req, errors.New("engine: a downloader middleware returned neither a response nor an error"), out)
+	default:
+		if n := e.pages.Add(1); e.closePages > 0 && n >= e.closePages {
+			e.Stop("closespider_pagecount")
+		}
+		if herr := e.handle.Handle(ctx, res, out); herr != nil {
+			e.callbackError(ctx, res, herr, out)
+		}
+	}
+}
+
+// callback is the innermost spider handler: the request's callback, with
+// panics turned into errors carrying the stack.
+func (e *Engine) callback(ctx context.Context, res *spider.Response, out spider.Output) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.stats.Inc("spider_exceptions/panic", 1)
+			err = &CallbackPanic{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	if res == nil || res.Request == nil {
+		return errors.New("engine: a middleware passed on a response without its request")
+	}
+	cb, _, err := spider.Callbacks(e.sp, res.Request)
+	if err != nil {
+		return err
+	}
+	return cb(ctx, res, out)
+}
+
+// CallbackPanic is the error a panicking callback turns into.
+type CallbackPanic struct {
+	Value any
+	Stack []byte
+}
+
+func (p *CallbackPanic) Error() string { return fmt.Sprintf("callback panicked: %v", p.Value) }
+
+func (e *Engine) callbackError(ctx context.Context, res *spider.Response, err error, out spider.Output) {
+	var drop *middleware.DropError
+	if errors.As(err, &drop) {
+		e.dropped(ctx, res.Request, drop, out)
+		return
+	}
+	e.stats.Inc("spider_exceptions/count", 1)
+	ev := e.log.Error().Err(err).Str("url", res.URL.Redacted())
+	var p *CallbackPanic
+	if errors.As(err, &p) {
+		ev = ev.Str("stack", string(p.Stack))
+	}
+	ev.Msg("callback failed")
+	if n := e.errs.Add(1); e.closeErrors > 0 && n >= e.closeErrors {
+		e.Stop("closespider_errorcount")
+	}
+}
+
+func (e *Engine) failed(ctx context.Context, req *spider.Request, err error, out spider.Output) {
+	var drop *middleware.DropError
+	if errors.As(err, &drop) {
+		e.dropped(ctx, req, drop, out)
+		return
+	}
+	e.log.Warn().Err(err).Str("url", req.URL.Redacted()).Msg("download failed")
+	e.errback(ctx, req, err, out)
+}
+
+func (e *Engine) dropped(ctx context.Context, req *spider.Request, drop *middleware.DropError, out spider.Output) {
+	e.stats.Inc("engine/dropped/"+drop.Reason, 1)
+	e.log.Debug().Str("url", req.URL.Redacted()).Str("reason", drop.Reason).Msg("request dropped")
+	e.errback(ctx, req, drop, out)
+}
+
+func (e *Engine) errback(ctx context.Context, req *spider.Request, err error, out spider.Output) {
+	_, eb, rerr := spider.Callbacks(e.sp, req)
+	if rerr != nil || eb == nil {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			e.stats.Inc("spider_exceptions/panic", 1)
+			e.log.Error().Interface("panic", v).Str("stack", string(debug.Stack())).Str("url", req.URL.Redacted()).Msg("errback panicked")
+		}
+	}()
+	if ebErr := eb(ctx, req, err, out); ebErr != nil {
+		e.stats.Inc("spider_exceptions/count", 1)
+		e.log.Error().Err(ebErr).Str("url", req.URL.Redacted()).Msg("errback failed")
+	}
+}
+
+// processItem runs item through the pipelines.
+func (e *Engine) processItem(ctx context.Context, item any) {
+	e.itemSem <- struct{}{}
+	defer func() { <-e.itemSem }()
+	for _, p := range e.pipes {
+		var err error
+		item, err = safeProcess(ctx, p, item)
+		if err != nil {
+			reason := pipeline.Reason(err)
+			e.stats.Inc("item_dropped_count", 1)
+			e.stats.Inc("item_dropped_reasons_count/"+reason, 1)
+			if reason == "error" {
+				e.log.Error().Err(err).Str("pipeline", p.Name).Msg("item pipeline failed; item dropped")
+			}
+			return
+		}
+		if item == nil {
+			e.stats.Inc("item_dropped_count", 1)
+			return
+		}
+	}
+	e.stats.Inc("item_scraped_count", 1)
+	if n := e.items.Add(1); e.closeItems > 0 && n >= e.closeItems {
+		e.Stop("closespider_itemcount")
+	}
+}
+
+func safeProcess(ctx context.Context, p pipeline.Named, item any) (out any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("item pipeline %s panicked: %v\n%s", p.Name, v, debug.Stack())
+		}
+	}()
+	return p.ProcessItem(ctx, item)
+}
