@@ -47,6 +47,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,11 @@ type Options struct {
 	// restored from it, and saved periodically and at close. The caller
 	// opens and closes it (see package jobdir).
 	Job *jobdir.Job
+	// StartRequests, when set, replaces the spider's Start: the crawl
+	// begins with these requests and everything else (settings, callbacks,
+	// middlewares) is the spider's. `gocrawl parse` and `gocrawl fetch`
+	// crawl one URL this way.
+	StartRequests iter.Seq2[*spider.Request, error]
 }
 
 // Observer is told about every HTTP request the crawl sends: when it is
@@ -125,6 +131,8 @@ type Engine struct {
 	pipes     []pipeline.Named
 	observers []Observer
 	starts    *throttling.StartLimiter
+	startReqs iter.Seq2[*spider.Request, error] // Options.StartRequests
+	dropSeen  sync.Map                          // drop reasons already logged at INFO
 
 	maxInflight int
 	itemSem     chan struct{}
@@ -171,6 +179,7 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	e := &Engine{
 		sp: sp, set: s, clock: opts.Clock, log: opts.Log, stats: opts.Stats, job: opts.Job,
 		observers:   opts.Observers,
+		startReqs:   opts.StartRequests,
 		maxInflight: s.Int("CONCURRENT_REQUESTS"),
 		itemSem:     make(chan struct{}, max(1, s.Int("CONCURRENT_ITEMS"))),
 		events:      make(chan event, 1024),
@@ -348,7 +357,7 @@ func (e *Engine) finishStats(elapsed time.Duration, reason string) {
 		e.stats.Set("ok_per_second", ok/secs)
 		e.stats.Set("completed_per_second", completed/secs)
 	}
-	e.log.Info().Str("reason", reason).Dur("elapsed", elapsed).Msg("spider closed")
+	e.log.Info().Str("reason", reason).Stringer("elapsed", elapsed.Round(time.Millisecond)).Msg("spider closed")
 }
 
 // mergeCancel returns a context that is done when either a or b is.

@@ -31,7 +31,7 @@ func (t *Throttler) SetRobotsDelay(scope string, crawlDelay time.Duration) bool 
 		t.applyRobots(e, cfg, d)
 		t.notifyLocked(Scopes{{Name: scope}})
 	}
-	t.dbg.Info().Str("scope", scope).Float64("delay", d.Seconds()).Str("reason", "robots.txt").
+	t.dbg.Info().Str("scope", scope).Stringer("delay", d).Str("reason", "robots.txt").
 		Msg("throttling: robots.txt Crawl-delay applied")
 	return true
 }
@@ -63,13 +63,13 @@ func (t *Throttler) warnRobotsLocked(cfg ScopeConfig, d, crawlDelay time.Duratio
 		return
 	}
 	t.warned[cfg.Name] = true
-	ev := t.log.Warn().Str("scope", cfg.Name).Float64("crawl_delay", crawlDelay.Seconds()).
-		Float64("robots_delay", d.Seconds())
+	ev := t.log.Warn().Str("scope", cfg.Name).Stringer("crawl_delay", crawlDelay).
+		Stringer("robots_delay", d)
 	if cfg.ExplicitConcurrency {
 		ev = ev.Int("concurrency", cfg.Concurrency)
 	}
 	if cfg.ExplicitDelay {
-		ev = ev.Float64("delay", cfg.Delay.Seconds())
+		ev = ev.Stringer("delay", cfg.Delay)
 	}
 	ev.Msg("THROTTLING_SCOPES disagrees with robots.txt Crawl-delay (which asks for concurrency 1 and this delay); " +
 		"keeping THROTTLING_SCOPES. Set ignore_robots_txt: true on the scope to silence this warning")
