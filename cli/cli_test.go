@@ -54,6 +54,9 @@ func gocrawl(t *testing.T, dir string, env []string, args ...string) result {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	// Human-readable logs and summaries, as on a terminal; tests of the
+	// JSON stream pass GOCRAWL_LOG_FORMAT=json (the last value wins).
+	cmd.Env = append(cmd.Env, "GOCRAWL_LOG_FORMAT=console")
 	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -111,8 +114,20 @@ func TestCommands(t *testing.T) {
 			[]string{"nope.yaml: cannot read settings file: the file does not exist"}},
 		{"unknown env setting", []string{"GOCRAWL_DOWNLOAD_DELAI=1"}, []string{"settings"}, 2, nil,
 			[]string{"GOCRAWL_DOWNLOAD_DELAI: unknown setting DOWNLOAD_DELAI: did you mean DOWNLOAD_DELAY?"}},
-		{"all settings errors at once", []string{"GOCRAWL_NOT_A_SETTING_AT_ALL=1"}, []string{"settings", "--settings", "bad.yaml", "-s", "CONCURENT_REQUESTS=3"}, 2, nil,
-			[]string{"3 settings problems", "bad.yaml:3", "NOT_A_SETTING_AT_ALL", "did you mean CONCURRENT_REQUESTS?"}},
+		{"all settings errors at once", []string{"GOCRAWL_CONCURRENT_REQUEST=1"}, []string{"settings", "--settings", "bad.yaml", "-s", "CONCURENT_REQUESTS=3",
+			"-s", "LOG_LEVEL=LOUD", "-s", `THROTTLING_SCOPES={"a.com": {"concurency": 2}}`}, 2, nil,
+			[]string{"5 settings problems", "bad.yaml:3", "GOCRAWL_CONCURRENT_REQUEST: unknown setting CONCURRENT_REQUEST: did you mean CONCURRENT_REQUESTS?",
+				"did you mean CONCURRENT_REQUESTS?", `"LOUD" is not a log level`, `invalid setting THROTTLING_SCOPES: scope "a.com": key "concurency": unknown key; did you mean "concurrency"?`}},
+		{"unrelated GOCRAWL_ variable warns", []string{"GOCRAWL_BIN=/usr/bin/gocrawl"}, []string{"settings", "DOWNLOAD_DELAY"}, 0, []string{"0\n"},
+			[]string{"warning: ignoring environment variable GOCRAWL_BIN: BIN is not a setting"}},
+		{"unrelated GOCRAWL_ variable does not stop a run", []string{"GOCRAWL_HOME=/x"}, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/",
+			"-s", "ROBOTSTXT_OBEY=false", "-s", "RETRY_ENABLED=false"}, 0, nil, []string{"ignoring environment variable GOCRAWL_HOME", "--- follow: finished"}},
+		{"every run problem at once", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-a", "max_depth=x", "-O", "good.yaml/x.jsonl",
+			"-s", "SCHEDULER=Nope"}, 2, nil, []string{"3 problems", `max_depth="x"`, "good.yaml is not a directory", `unknown scheduler "Nope"`}},
+		{"output not writable", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-O", "/proc/gocrawl-test/x.jsonl"}, 2, nil,
+			[]string{"feed /proc/gocrawl-test/x.jsonl: cannot"}},
+		{"--version", nil, []string{"--version"}, 0, []string{"gocrawl 0.1.0 ("}, nil},
+		{"unknown root flag", nil, []string{"--nope"}, 2, nil, []string{"unknown flag: --nope (see 'gocrawl --help')"}},
 		{"unknown spider", nil, []string{"run", "nope"}, 2, nil, []string{`unknown spider "nope"; known spiders: books, follow, quotes`}},
 		{"run without spider", nil, []string{"run"}, 2, nil, []string{"run expects one spider name"}},
 		{"follow without start urls", nil, []string{"run", "follow"}, 2, nil, []string{"no start URLs: pass -a start_urls=URL"}},
@@ -130,7 +145,7 @@ func TestCommands(t *testing.T) {
 		{"output under a file", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-O", "good.yaml/x.csv"}, 2, nil,
 			[]string{"good.yaml is not a directory"}},
 		{"bad LOG_LEVEL", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "LOG_LEVEL=LOUD"}, 2, nil,
-			[]string{`LOG_LEVEL "LOUD": use DEBUG, INFO`}},
+			[]string{`-s LOG_LEVEL=LOUD: invalid value LOG_LEVEL: "LOUD" is not a log level; use one of DEBUG, INFO`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

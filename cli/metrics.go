@@ -63,15 +63,23 @@ func (a *App) finishMetrics(mon *metrics.Monitor, e *engine.Engine, s *settings.
 	}
 }
 
+// takeFinished returns (and forgets) the final metrics of res's crawl.
+func takeFinished(res *engine.Result) (finishedMetrics, bool) {
+	v, ok := finished.LoadAndDelete(res)
+	if !ok {
+		return finishedMetrics{}, false
+	}
+	return v.(finishedMetrics), true
+}
+
 // metricsSummary adds the politeness lines to the end-of-crawl summary:
 // the observed start rate, retries and backoff, then one line per scope
 // (the METRICS_SUMMARY_SCOPES most requested).
 func metricsSummary(tw io.Writer, res *engine.Result) {
-	v, ok := finished.LoadAndDelete(res)
+	f, ok := takeFinished(res)
 	if !ok {
 		return
 	}
-	f := v.(finishedMetrics)
 	g := f.snap.Global
 	var backoff float64
 	for _, sc := range f.snap.Scopes {

@@ -58,10 +58,14 @@ func TestSignalStopsGracefullyWithValidJSON(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
-	for _, want := range []string{"press Ctrl-C again to abort", "--- follow: shutdown after"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
-		}
+	// One format per stream: every line of stderr, the summary included,
+	// is a JSON record.
+	recs := jsonLines(t, stderr.String())
+	if !hasRecord(recs, "message", "shutting down gracefully: in-flight requests finish, exports are closed; press Ctrl-C again to abort") {
+		t.Errorf("no shutdown warning in:\n%s", stderr.String())
+	}
+	if !hasRecord(recs, "message", "crawl summary") || !hasRecord(recs, "reason", "shutdown") {
+		t.Errorf("no crawl summary record with reason shutdown in:\n%s", stderr.String())
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -96,9 +100,35 @@ func TestContextCancelStopsGracefully(t *testing.T) {
 			t.Errorf("line %q: %v", l, err)
 		}
 	}
-	if !strings.Contains(stderr.String(), "--- follow: shutdown after") {
+	// stderr is not a terminal: the summary is a JSON record.
+	if recs := jsonLines(t, stderr.String()); !hasRecord(recs, "message", "crawl summary") {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
+}
+
+// jsonLines decodes every line of s as a JSON object, failing the test on
+// a line that is not one.
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Errorf("not a JSON record: %q", l)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func hasRecord(recs []map[string]any, key string, value any) bool {
+	for _, r := range recs {
+		if r[key] == value {
+			return true
+		}
+	}
+	return false
 }
 
 func spidersForTest() []spider.Spider { return []spider.Spider{follow.New()} }

@@ -276,7 +276,7 @@ func (e *Engine) Abort() {
 // with reason "shutdown").
 func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	start := e.clock.Now()
-	e.stats.Set("start_time", float64(start.Unix()))
+	e.stats.Set("start_time", float64(start.UnixMilli())/1000) // Unix seconds, to the millisecond
 	// Work (downloads, callbacks) must survive a graceful stop: only Abort
 	// cancels it. ctx's cancellation is watched by the loop instead.
 	cctx := spider.WithCrawler(context.WithoutCancel(ctx), e.crawler)
@@ -350,7 +350,7 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 func (e *Engine) finishStats(elapsed time.Duration, reason string) {
 	secs := elapsed.Seconds()
 	e.stats.Set("elapsed_time_seconds", secs)
-	e.stats.Set("finish_time", float64(e.clock.Now().Unix()))
+	e.stats.Set("finish_time", float64(e.clock.Now().UnixMilli())/1000)
 	if secs > 0 {
 		ok := e.stats.Get("downloader/response_ok_count")
 		completed := e.stats.Get("downloader/response_count") + e.stats.Get("downloader/exception_count")
