@@ -22,8 +22,10 @@ import "time"
 // every creation scan them all.
 const maxEvictScan = 64
 
-// evictLocked enforces THROTTLING_SCOPE_LIMIT. Callers hold t.mu.
-func (t *Throttler) evictLocked(now time.Time) {
+// evictLocked enforces THROTTLING_SCOPE_LIMIT, never evicting keep (the
+// entry being created, which its caller is about to use; nil for none).
+// Callers hold t.mu.
+func (t *Throttler) evictLocked(now time.Time, keep *scopeEntry) {
 	limit := t.cfg.ScopeLimit
 	if limit <= 0 || len(t.scopes) <= limit {
 		return
@@ -33,7 +35,9 @@ func (t *Throttler) evictLocked(now time.Time) {
 		prev := el.Prev()
 		e := el.Value.(*scopeEntry)
 		switch {
-		case el == t.lru.Front():
+		case e == keep:
+			// Not necessarily at the front any more: busy entries are moved
+			// there below.
 		case e.mgr.IsIdle(now, 0):
 			t.removeLocked(e)
 		default:

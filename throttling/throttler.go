@@ -188,7 +188,7 @@ func (t *Throttler) scope(name string, now time.Time) *scopeEntry {
 	}
 	e.elem = t.lru.PushFront(e)
 	t.scopes[name] = e
-	t.evictLocked(now)
+	t.evictLocked(now, e)
 	return e
 }
 
