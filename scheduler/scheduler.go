@@ -5,7 +5,8 @@
 // ready, so a throttled host never holds a slot or blocks other hosts. The
 // plain Scheduler yields requests in priority order and leaves throttling
 // to the engine, which then waits on the scopes while holding a slot (the
-// "engine-gated" mode of the spec, kept for comparison).
+// "engine-gated" mode of Scrapy's throttling design, PR #6931, kept for
+// comparison).
 //
 // Both drop requests beyond DEPTH_LIMIT (stat scheduler/depth_limited) and
 // duplicates (package dupefilter, stat dupefilter/filtered), order by
@@ -20,12 +21,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gocrawl/gocrawl/internal/registry"
-	"github.com/gocrawl/gocrawl/pqueue"
-
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/internal/registry"
+	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
