@@ -20,6 +20,22 @@ type Dump struct {
 	Stats map[string]float64 `json:"stats"`
 	// Metrics holds the global and per-scope measurements.
 	Metrics Snapshot `json:"metrics"`
+	// Series is the crawl over time (the busiest scopes), for plots; nil
+	// in dumps written before it existed.
+	Series *Series `json:"series,omitempty"`
+	// Limits are the throttling limits of every scope in Metrics, as of
+	// the end of the crawl, keyed by scope.
+	Limits map[string]ScopeLimits `json:"limits,omitempty"`
+}
+
+// ScopeLimits are a scope's configured and current throttling limits,
+// for reports.
+type ScopeLimits struct {
+	ConfiguredDelay       float64 `json:"configured_delay_seconds"`
+	ConfiguredConcurrency int     `json:"configured_concurrency"`
+	Delay                 float64 `json:"delay_seconds"`
+	Concurrency           int     `json:"concurrency"`
+	BackoffLevel          int     `json:"backoff_level,omitempty"`
 }
 
 // ScopesCSVPath returns where WriteDump puts the per-scope CSV for a JSON

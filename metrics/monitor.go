@@ -48,10 +48,11 @@ type MonitorOptions struct {
 //	snap, err := mon.Finish(res.Reason)
 //	metrics.WriteSummary(os.Stderr, snap, set.Int("METRICS_SUMMARY_SCOPES"))
 type Monitor struct {
-	set   *settings.Settings
-	clock clock.Clock
-	rec   *Recorder
-	live  *Live
+	set    *settings.Settings
+	clock  clock.Clock
+	rec    *Recorder
+	series *SeriesRecorder
+	live   *Live
 
 	crawl  Crawl
 	cancel context.CancelFunc
@@ -67,6 +68,8 @@ func NewMonitor(set *settings.Settings, opts MonitorOptions) (*Monitor, error) {
 	}
 	m := &Monitor{set: set, clock: opts.Clock,
 		rec: NewRecorder(RecorderOptions{Clock: opts.Clock, BackoffCodes: set.Ints("BACKOFF_HTTP_CODES")})}
+	m.series = NewSeriesRecorder(m.rec, SeriesOptions{Interval: set.Seconds("METRICS_SERIES_INTERVAL"),
+		Scopes: orNone(set.Int("METRICS_SERIES_SCOPES")), Points: set.Int("METRICS_SERIES_POINTS"), State: m.scopeState})
 	if opts.Terminal != nil {
 		switch set.String("PROGRESS_DISPLAY") {
 		case "on":
@@ -114,9 +117,16 @@ func (m *Monitor) Start(c Crawl) error {
 		m.srv = srv
 		cr.Log.Info().Str("addr", "http://"+srv.Addr()+"/metrics").Msg("serving Prometheus metrics")
 	}
-	m.rec.Begin(m.clock.Now())
+	now := m.clock.Now()
+	m.rec.Begin(now)
+	m.series.Begin(now)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.sampleSeries(ctx)
+	}()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -157,7 +167,8 @@ func (m *Monitor) Snapshot() Snapshot {
 func (m *Monitor) Finish(reason string) (Snapshot, error) {
 	var err error
 	m.once.Do(func() {
-		m.rec.End(m.clock.Now())
+		end := m.clock.Now()
+		m.rec.End(end)
 		if m.cancel != nil {
 			m.cancel()
 			m.wg.Wait()
@@ -168,11 +179,64 @@ func (m *Monitor) Finish(reason string) (Snapshot, error) {
 		if m.crawl == nil {
 			return
 		}
+		m.series.Flush(end)
 		st := m.crawl.Crawler().Stats
 		WriteStats(st, m.Snapshot(), m.set.Int("METRICS_SCOPE_STATS_LIMIT"))
 		if path := m.set.String("STATS_DUMP_FILE"); path != "" {
-			err = WriteDump(path, Dump{Reason: reason, Stats: st.Snapshot(), Metrics: m.Snapshot()})
+			err = WriteDump(path, m.Dump(reason))
 		}
 	})
 	return m.Snapshot(), err
+}
+
+// Dump returns what STATS_DUMP_FILE receives, as of now: the stats, the
+// snapshot, the time series and each scope's limits. It is what `gocrawl
+// report` renders, and what the live page at METRICS_ADDR shows.
+func (m *Monitor) Dump(reason string) Dump {
+	snap := m.Snapshot()
+	series := m.series.Series()
+	d := Dump{Reason: reason, Metrics: snap, Series: &series, Limits: map[string]ScopeLimits{}}
+	if m.crawl != nil {
+		d.Stats = m.crawl.Crawler().Stats.Snapshot()
+	}
+	for _, sc := range snap.Scopes {
+		if st, ok := m.scopeState(sc.Scope); ok {
+			d.Limits[sc.Scope] = ScopeLimits{ConfiguredDelay: st.ConfiguredDelay, ConfiguredConcurrency: st.ConfiguredConcurrency,
+				Delay: st.Delay, Concurrency: st.Concurrency, BackoffLevel: st.BackoffLevel}
+		}
+	}
+	return d
+}
+
+// sampleSeries samples the time series every interval until ctx ends.
+func (m *Monitor) sampleSeries(ctx context.Context) {
+	iv := m.series.Interval()
+	t := m.clock.NewTimer(iv)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		m.series.Sample(m.clock.Now())
+		t.Reset(iv)
+	}
+}
+
+// orNone maps a 0 setting ("no scope series") to SeriesOptions' "none".
+func orNone(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// scopeState is the throttler's view of a scope for the series and the
+// limits of the dump.
+func (m *Monitor) scopeState(scope string) (ScopeState, bool) {
+	if m.crawl == nil || m.crawl.Throttler() == nil {
+		return ScopeState{}, false
+	}
+	return stateOf(m.crawl.Throttler(), scope)
 }
