@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/metrics"
+	"github.com/gocrawl/gocrawl/report"
 	"github.com/gocrawl/gocrawl/settings"
 )
 
@@ -38,6 +39,10 @@ func (a *App) startMetrics(s *settings.Settings, opts *engine.Options) (*metrics
 	if err != nil {
 		return nil, err
 	}
+	// METRICS_ADDR serves the report of the crawl so far at "/".
+	refresh := max(2*time.Second, s.Seconds("METRICS_SERIES_INTERVAL"))
+	mon.Handle("/", report.Handler(func() *report.Data { return report.FromDump(mon.Dump(""), "the running crawl") },
+		report.Options{Scopes: s.Int("METRICS_SUMMARY_SCOPES")}, refresh))
 	opts.Observers = append(opts.Observers, mon.Recorder())
 	return mon, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/engine"
+	"github.com/gocrawl/gocrawl/report"
 )
 
 // summarySection adds lines to the end-of-crawl summary; tw is a tab
@@ -49,7 +50,7 @@ func WriteSummary(w io.Writer, spiderName string, res *engine.Result) {
 		errLine += fmt.Sprintf("  invalid start requests: %d", n)
 	}
 	line("errors", errLine)
-	if drops := Dropped(st); len(drops) > 0 {
+	if drops := report.Dropped(st); len(drops) > 0 {
 		var total int64
 		parts := make([]string, len(drops))
 		for i, d := range drops {
@@ -102,60 +103,6 @@ func humanBytes(b float64) string {
 	return fmt.Sprintf("%.1f %s (%d bytes)", v, suffixes[i], int64(b))
 }
 
-// Drop is how many requests of a crawl were dropped for one reason.
-type Drop struct {
-	// Class is the reason: "offsite", "robots.txt", "http error",
-	// "depth", "duplicate", or a middleware's drop reason
-	// ("redirect_max_times", ...).
-	Class string `json:"class"`
-	// Count is the number of requests (responses, for "http error").
-	Count int64 `json:"count"`
-	// Stats are the stats keys counted.
-	Stats []string `json:"-"`
-}
-
-// dropClasses are the kinds of dropped requests every crawl may have, with
-// the stats keys that count them, in the order the summary lists them.
-var dropClasses = []Drop{
-	{Class: "offsite", Stats: []string{"offsite/filtered"}},
-	{Class: "robots.txt", Stats: []string{"robotstxt/forbidden", "robotstxt/unreachable_drops"}},
-	{Class: "http error", Stats: []string{"httperror/response_ignored_count"}},
-	{Class: "depth", Stats: []string{"scheduler/depth_limited"}},
-	{Class: "duplicate", Stats: []string{"dupefilter/filtered"}},
-}
-
-// droppedElsewhere are the engine/dropped/<reason> reasons already counted
-// by a class above.
-var droppedElsewhere = map[string]bool{"offsite": true, "robots.txt": true, "httperror": true}
-
-// Dropped returns the requests a crawl dropped on purpose, by class, from
-// its stats: offsite, robots.txt, HTTP error statuses, DEPTH_LIMIT,
-// duplicates, then any other drop reason of a middleware. Classes with no
-// drop are left out.
-func Dropped(st map[string]float64) []Drop {
-	var out []Drop
-	for _, c := range dropClasses {
-		for _, k := range c.Stats {
-			c.Count += int64(st[k])
-		}
-		if c.Count > 0 {
-			out = append(out, c)
-		}
-	}
-	var others []string
-	for k := range st {
-		if r, ok := strings.CutPrefix(k, "engine/dropped/"); ok && !droppedElsewhere[r] && st[k] > 0 {
-			others = append(others, r)
-		}
-	}
-	slices.Sort(others)
-	for _, r := range others {
-		k := "engine/dropped/" + r
-		out = append(out, Drop{Class: r, Count: int64(st[k]), Stats: []string{k}})
-	}
-	return out
-}
-
 // Summary writes the end-of-crawl summary to the log stream: the text of
 // WriteSummary in console format, one "crawl summary" record in JSON
 // (spider, reason, elapsed, dropped requests by class, every stat, and the
@@ -169,7 +116,7 @@ func (l *Logs) Summary(spiderName string, res *engine.Result) {
 	// not LOG_LEVEL (as in console format).
 	ev := l.Log().Str(zerolog.LevelFieldName, zerolog.InfoLevel.String()).Str("spider", spiderName).Str("reason", res.Reason).
 		Stringer("elapsed", res.Elapsed.Round(time.Millisecond)).
-		Interface("dropped", Dropped(res.Stats)).Interface("stats", res.Stats)
+		Interface("dropped", report.Dropped(res.Stats)).Interface("stats", res.Stats)
 	if f, ok := takeFinished(res); ok {
 		ev = ev.Interface("scopes", f.snap.Top(f.top))
 	}

@@ -14,6 +14,8 @@ import (
 // Dump is the document STATS_DUMP_FILE receives: the crawl's stats and the
 // metrics snapshot.
 type Dump struct {
+	// Spider is the name of the spider that crawled.
+	Spider string `json:"spider,omitempty"`
 	// Reason the crawl ended.
 	Reason string `json:"reason,omitempty"`
 	// Stats is the final stats snapshot (metrics/... keys included).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -55,6 +56,7 @@ type Monitor struct {
 	live   *Live
 
 	crawl  Crawl
+	pages  map[string]http.Handler
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	srv    *Server
@@ -110,12 +112,16 @@ func (m *Monitor) Start(c Crawl) error {
 				return fmt.Errorf("metrics: %w", err)
 			}
 		}
-		srv, err := Serve(addr, reg)
+		srv, err := ServePages(addr, reg, m.pages)
 		if err != nil {
 			return err
 		}
 		m.srv = srv
-		cr.Log.Info().Str("addr", "http://"+srv.Addr()+"/metrics").Msg("serving Prometheus metrics")
+		ev := cr.Log.Info().Str("metrics", "http://"+srv.Addr()+"/metrics")
+		if _, ok := m.pages["/"]; ok {
+			ev = ev.Str("report", "http://"+srv.Addr()+"/")
+		}
+		ev.Msg("serving Prometheus metrics and the live report")
 	}
 	now := m.clock.Now()
 	m.rec.Begin(now)
@@ -140,6 +146,15 @@ func (m *Monitor) Start(c Crawl) error {
 		}()
 	}
 	return nil
+}
+
+// Handle adds a page to the METRICS_ADDR server, beside /metrics (the CLI
+// adds the live report at "/"). Call it before Start.
+func (m *Monitor) Handle(pattern string, h http.Handler) {
+	if m.pages == nil {
+		m.pages = map[string]http.Handler{}
+	}
+	m.pages[pattern] = h
 }
 
 // MetricsAddr returns the address of the Prometheus endpoint, "" when off.
@@ -197,7 +212,11 @@ func (m *Monitor) Dump(reason string) Dump {
 	series := m.series.Series()
 	d := Dump{Reason: reason, Metrics: snap, Series: &series, Limits: map[string]ScopeLimits{}}
 	if m.crawl != nil {
-		d.Stats = m.crawl.Crawler().Stats.Snapshot()
+		cr := m.crawl.Crawler()
+		d.Stats = cr.Stats.Snapshot()
+		if cr.Spider != nil {
+			d.Spider = cr.Spider.Name()
+		}
 	}
 	for _, sc := range snap.Scopes {
 		if st, ok := m.scopeState(sc.Scope); ok {
