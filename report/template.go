@@ -11,6 +11,7 @@ var pageTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="gocrawl {{.Version}}">
+<link rel="icon" href="data:,">
 {{if .Live}}<noscript><meta http-equiv="refresh" content="{{.RefreshSeconds}}"></noscript>{{end}}
 <title>{{.Title}}</title>
 <style>
