@@ -179,12 +179,12 @@ func localhost(u string) string { return strings.Replace(u, "127.0.0.1", "localh
 
 func demoCrawlQuotes(ctx context.Context, d *demo) error {
 	u := d.site.URL("quotes") + "/"
-	return d.crawl(ctx, quotes.New(), u, map[string]string{"start_url": u}, nil)
+	return d.crawl(ctx, quotes.New(), u, map[string]string{"start_urls": u}, nil)
 }
 
 func demoCrawlBooks(ctx context.Context, d *demo) error {
 	u := d.site.URL("books") + "/"
-	return d.crawl(ctx, books.New(), u, map[string]string{"start_url": u}, nil)
+	return d.crawl(ctx, books.New(), u, map[string]string{"start_urls": u}, nil)
 }
 
 // demoCrawlShop follows every link of the rate-limited shop with the
