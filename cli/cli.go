@@ -62,6 +62,9 @@ func UsageErrorf(format string, args ...any) error { return UsageError(fmt.Error
 
 // App is the state shared by the commands of one invocation.
 type App struct {
+	// Stdin is read by interactive commands (shell); nil means os.Stdin,
+	// with line editing when it is a terminal.
+	Stdin io.Reader
 	// Stdout receives command output (lists, settings, JSON).
 	Stdout io.Writer
 	// Stderr receives logs, errors and the end-of-crawl summary.

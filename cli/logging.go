@@ -49,7 +49,7 @@ func OpenLogs(s *settings.Settings, stderr io.Writer) (*Logs, error) {
 	}
 	terminal := false
 	if f, ok := out.(*os.File); ok {
-		terminal = isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+		terminal = isTerminal(f)
 	}
 	l := &Logs{close: closeFn}
 	switch s.String("LOG_FORMAT") {
@@ -123,4 +123,9 @@ func levelOf(s string) zerolog.Level {
 		return zerolog.Disabled
 	}
 	return zerolog.InfoLevel
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
 }
