@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -326,28 +327,53 @@ func readJSONL(t *testing.T, path string) []page {
 	return out
 }
 
+// TestNewProjectBuilds makes a project with gocrawl new, adds a spider of
+// every template kind of templates/spider with genspider, and builds,
+// vets, tests and runs the project offline: templates cannot rot, and a
+// kind added to the directory is tried here without editing this test.
 func TestNewProjectBuilds(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("the go tool is not installed")
 	}
 	dir := t.TempDir()
-	r := gocrawl(t, dir, nil, "new", "mycrawler", "--spider", "shop_items")
-	r.expect(t, 0, []string{"Created mycrawler", "go run . run shop_items"}, nil)
+	r := gocrawl(t, dir, nil, "new", "mycrawler", "--spider", "shop_items", "--domain", "shop.example.com")
+	r.expect(t, 0, []string{"Created mycrawler", `spider "shop_items" for shop.example.com`, "go run . run shop_items"}, nil)
 	proj := filepath.Join(dir, "mycrawler")
-	for _, f := range []string{"go.mod", "go.sum", "main.go", "spiders/shop_items.go", "gocrawl.yaml"} {
+	for _, f := range []string{"go.mod", "go.sum", "main.go", "spiders/spiders.go", "spiders/shop_items.go", "spiders/shop_items_test.go", "gocrawl.yaml"} {
 		if _, err := os.Stat(filepath.Join(proj, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
 	}
 	gomod, _ := os.ReadFile(filepath.Join(proj, "go.mod"))
-	if !strings.Contains(string(gomod), "replace github.com/gocrawl/gocrawl => ") {
-		t.Errorf("go.mod has no replace directive:\n%s", gomod)
+	for _, want := range []string{"replace github.com/gocrawl/gocrawl => ../", "\tgithub.com/PuerkitoBio/goquery v", "go mod edit -dropreplace"} {
+		if !strings.Contains(string(gomod), want) {
+			t.Errorf("go.mod lacks %q:\n%s", want, gomod)
+		}
+	}
+	if strings.Contains(string(gomod), "goquery v1.14.0 // indirect") || regexp.MustCompile(`=> /`).MatchString(string(gomod)) {
+		t.Errorf("go.mod lists goquery as indirect or replaces with an absolute path:\n%s", gomod)
 	}
 	yml, _ := os.ReadFile(filepath.Join(proj, "gocrawl.yaml"))
 	if !strings.Contains(string(yml), "DOWNLOAD_DELAY: 1\n") || !strings.Contains(string(yml), "ROBOTSTXT_OBEY: true\n") {
 		t.Errorf("gocrawl.yaml:\n%s", yml)
 	}
+	// One spider per template kind found in templates/spider.
+	tmpls, err := filepath.Glob(filepath.Join("templates", "spider", "*.go.tmpl"))
+	if err != nil || len(tmpls) == 0 {
+		t.Fatalf("no spider templates: %v", err)
+	}
+	want := []string{"shop_items"}
+	for _, p := range tmpls {
+		kind := strings.TrimSuffix(filepath.Base(p), ".go.tmpl")
+		name := "gen_" + kind
+		gocrawl(t, filepath.Join(proj, "spiders"), nil, "genspider", name, "https://"+kind+".example.com/start/", "-t", kind).
+			expect(t, 0, []string{"Created " + name + ".go: the " + kind + " spider"}, nil)
+		want = append(want, name)
+	}
+	gocrawl(t, proj, nil, "genspider", "gen_basic", "x.example.com").expect(t, 2, nil, []string{"already exists"})
+	gocrawl(t, proj, nil, "genspider", "other", "x.example.com", "-t", "nope").expect(t, 2, nil, []string{"-t nope: no such spider template; the kinds are basic"})
+	gocrawl(t, dir, nil, "genspider", "other", "x.example.com").expect(t, 2, nil, []string{"not inside a Go module"})
 	// The README's example program is type-checked with the project (go vet).
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
@@ -360,10 +386,9 @@ func TestNewProjectBuilds(t *testing.T) {
 	os.MkdirAll(filepath.Join(proj, "readme"), 0o755)
 	os.WriteFile(filepath.Join(proj, "readme", "main.go"), []byte(code), 0o644)
 	// Offline: everything comes from the checkout and the module cache.
-	// vet type-checks every package of the project, tests included, without
-	// linking them.
+	// vet type-checks every package of the project, tests included.
 	bin := filepath.Join(dir, "mycrawler-bin")
-	for _, args := range [][]string{{"build", "-o", bin, "."}, {"vet", "./..."}} {
+	for _, args := range [][]string{{"build", "-o", bin, "."}, {"vet", "./..."}, {"test", "./spiders"}} {
 		cmd := exec.Command(goTool, args...)
 		cmd.Dir = proj
 		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly")
@@ -371,10 +396,12 @@ func TestNewProjectBuilds(t *testing.T) {
 			t.Fatalf("go %v in the new project: %v\n%s", args, err, out)
 		}
 	}
-	// The project's binary lists its spider and reads its gocrawl.yaml.
+	// The project's binary lists every spider (genspider's included,
+	// without an edit of main.go) and reads its gocrawl.yaml.
+	slices.Sort(want)
 	out, err := exec.Command(bin, "list").Output()
-	if err != nil || string(out) != "shop_items\n" {
-		t.Errorf("list: %q, %v", out, err)
+	if err != nil || string(out) != strings.Join(want, "\n")+"\n" {
+		t.Errorf("list: %q, %v; want %q", out, err, want)
 	}
 	cmd := exec.Command(bin, "settings", "DOWNLOAD_DELAY")
 	cmd.Dir = proj
