@@ -67,6 +67,19 @@ func TestDemoExperiment(t *testing.T) {
 	out.Reset()
 	writeExperimentTable(&out, runs)
 	table := out.String()
+	// Every row of the table is explained in docs/cli.md.
+	demoDoc := cliDoc(t, "## gocrawl demo")
+	for _, line := range strings.Split(table, "\n") {
+		label, _, _ := strings.Cut(strings.TrimSpace(line), "  ")
+		label = strings.TrimSpace(label)
+		if !strings.HasPrefix(label, "strict ") && !strings.HasPrefix(label, "lenient ") && label != "wall time" {
+			continue
+		}
+		label = strings.Replace(strings.Replace(label, "strict", "HOST", 1), "lenient", "HOST", 1)
+		if !strings.Contains(demoDoc, "`"+label+"`") {
+			t.Errorf("docs/cli.md, gocrawl demo, does not explain the row %q", label)
+		}
+	}
 	for _, want := range []string{"naive pool", "defaults", "rampup", "strict ok", "strict 429", "lenient peak in flight", "strict starts in first 500 ms", "wall time", "strict 429 share", "naive pool " + fmt.Sprint(runs[0].server["strict"].ByStatus[200]) + " of 20 pages", "Rampup starts a scope at one request"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)

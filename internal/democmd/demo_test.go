@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -79,6 +80,75 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{"gocrawl report: shop", `data-plot="scope0-delay"`, `<td class="k">429</td>`} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("demo-report.html lacks %q", want)
+		}
+	}
+}
+
+// cliDoc returns the section of docs/cli.md that starts at heading.
+func cliDoc(t *testing.T, heading string) string {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(md), heading+"\n")
+	if !ok {
+		t.Fatalf("docs/cli.md has no %q", heading)
+	}
+	return sec
+}
+
+// summaryLabels returns the labels of the summaries in out: the first
+// column of each summary line and the per-scope table's headers.
+func summaryLabels(out string) []string {
+	seen := map[string]bool{}
+	var labels []string
+	add := func(l string) {
+		if l != "" && !seen[l] {
+			seen[l] = true
+			labels = append(labels, l)
+		}
+	}
+	in := false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "--- "):
+			in = true
+		case strings.TrimSpace(line) == "":
+			in = false
+		case in && strings.HasPrefix(line, "    scope "):
+			for _, h := range regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(line), -1) {
+				add(h)
+			}
+		case in && !strings.HasPrefix(line, " "):
+			label, _, _ := strings.Cut(line, "  ")
+			add(strings.TrimSpace(label))
+		}
+	}
+	return labels
+}
+
+// Every figure the demo prints is explained in docs/cli.md.
+func TestDemoFiguresDocumented(t *testing.T) {
+	doc := cliDoc(t, "### Reading the summary")
+	demoDoc := cliDoc(t, "## gocrawl demo")
+	t.Chdir(t.TempDir())
+	var stdout, stderr bytes.Buffer
+	if code := (cli.Program{Commands: []cli.Command{Demo}}).Run(t.Context(), []string{"demo", "--report", ""}, &stdout, &stderr); code != cli.ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	labels := summaryLabels(stdout.String())
+	if len(labels) < 20 {
+		t.Fatalf("only %d labels found in:\n%s", len(labels), stdout.String())
+	}
+	for _, l := range labels {
+		if !strings.Contains(doc, "`"+l+"`") {
+			t.Errorf("docs/cli.md, Reading the summary, does not explain %q", l)
+		}
+	}
+	for _, l := range []string{"demo site: ...", "demo finished in ELAPSED: N items written to FILE"} {
+		if !strings.Contains(demoDoc, "`"+l+"`") {
+			t.Errorf("docs/cli.md, gocrawl demo, does not explain %q", l)
 		}
 	}
 }
