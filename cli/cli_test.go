@@ -125,6 +125,8 @@ func TestCommands(t *testing.T) {
 			"-s", "ROBOTSTXT_OBEY=false", "-s", "RETRY_ENABLED=false"}, 0, nil, []string{"ignoring environment variable GOCRAWL_HOME", "--- follow: finished"}},
 		{"every run problem at once", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-a", "max_depth=x", "-O", "good.yaml/x.jsonl",
 			"-s", "SCHEDULER=Nope"}, 2, nil, []string{"3 problems", `max_depth="x"`, "good.yaml is not a directory", `unknown scheduler "Nope"`}},
+		{"stats dump not writable", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "STATS_DUMP_FILE=/proc/gocrawl-test/run.json"}, 2, nil,
+			[]string{"STATS_DUMP_FILE /proc/gocrawl-test/run.json: cannot"}},
 		{"output not writable", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-O", "/proc/gocrawl-test/x.jsonl"}, 2, nil,
 			[]string{"feed /proc/gocrawl-test/x.jsonl: cannot"}},
 		{"--version", nil, []string{"--version"}, 0, []string{"gocrawl 0.1.0 ("}, nil},

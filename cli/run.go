@@ -46,7 +46,13 @@ run the same command again to resume it, or add --fresh to start over.`,
 			}
 			s, setErrs := sf.load(a, sp)
 			feeds, feedErr := buildFeeds(s, len(setErrs) == 0, a.Stdout, appendTo, overwrite, format)
-			if err := problems(append([]error{argErr, feedErr}, setErrs...)...); err != nil {
+			var dumpErr error
+			if path := s.String("STATS_DUMP_FILE"); path != "" {
+				if err := probeWritable(path); err != nil {
+					dumpErr = UsageErrorf("STATS_DUMP_FILE %s: %v", path, err)
+				}
+			}
+			if err := problems(append([]error{argErr, feedErr, dumpErr}, setErrs...)...); err != nil {
 				return err
 			}
 			logs, err := OpenLogs(s, a.Stderr)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -132,3 +134,43 @@ func hasRecord(recs []map[string]any, key string, value any) bool {
 }
 
 func spidersForTest() []spider.Spider { return []spider.Spider{follow.New()} }
+
+// The live report is served at METRICS_ADDR / while the crawl runs.
+func TestLiveReportDuringCrawl(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var page string
+	var status int
+	srv := endless(t, 20, func() {
+		res, err := http.Get("http://" + addr + "/")
+		if err == nil {
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			page, status = string(b), res.StatusCode
+		}
+		cancel()
+	})
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"run", "follow", "-a", "start_urls=" + srv.URL + "/0", "-s", "METRICS_ADDR=" + addr,
+		"-s", "METRICS_SERIES_INTERVAL=0.01", "-s", "LOG_FORMAT=json"}, &stdout, &stderr, spidersForTest()...)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if status != 200 {
+		t.Fatalf("GET / during the crawl: status %d", status)
+	}
+	for _, want := range []string{"<title>gocrawl report: follow</title>", `data-live="true"`, "running", `data-plot="global-responses"`, "<script>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("live page lacks %q", want)
+		}
+	}
+	if !hasRecord(jsonLines(t, stderr.String()), "report", "http://"+addr+"/") {
+		t.Errorf("the live report's address is not logged:\n%s", stderr.String())
+	}
+}

@@ -47,8 +47,9 @@ func ScopesCSVPath(jsonPath string) string {
 }
 
 // WriteDump writes d as indented JSON to path and every scope of d.Metrics
-// as CSV to ScopesCSVPath(path), for plotting. Each file is written to a
-// temporary name first and renamed, so a reader never sees half a file.
+// as CSV to ScopesCSVPath(path), for plotting, creating path's directory if
+// needed. Each file is written to a temporary name first and renamed, so a
+// reader never sees half a file.
 func WriteDump(path string, d Dump) error {
 	if path == "" {
 		return fmt.Errorf("STATS_DUMP_FILE: empty path")
@@ -97,6 +98,9 @@ func WriteScopesCSV(out io.Writer, s Snapshot) error {
 
 func writeAtomic(path string, fill func(*os.File) error) error {
 	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("STATS_DUMP_FILE: %w", err)
+	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("STATS_DUMP_FILE: %w", err)
