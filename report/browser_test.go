@@ -28,7 +28,7 @@ const plotCheckJS = `(() => {
   const drawn = plots.filter(p => [...p.querySelectorAll("path.line")].some(l => l.getTotalLength() > 0)).length;
   return {
     plots: plots.length, drawn: drawn,
-    refs: document.querySelectorAll("svg.plot line.ref").length,
+    refs: document.querySelectorAll("svg.plot > line.ref").length,
     tables: document.querySelectorAll("table").length,
     scripts: document.scripts.length,
     width: plots.length ? Math.round(plots[0].getBoundingClientRect().width) : 0,
