@@ -13,11 +13,11 @@ import (
 
 // Logs is a command's log stream: one format (human-readable console lines
 // or JSON lines) to one destination (standard error, or LOG_FILE). The
-// end-of-crawl summary and every other table a crawl command prints about
-// the crawl go through it too (Block, Summary), so a stream is never a mix
-// of JSON and text: in console format they are written as text between
-// the log lines, in JSON as one record each, whatever LOG_LEVEL says. Results (items on -o -, the
-// output of fetch, parse, demo) go to standard output instead.
+// end-of-crawl summary goes through it too (Summary), so a stream is never
+// a mix of JSON and text: in console format the summary is text between
+// the log lines, in JSON one record, whatever LOG_LEVEL says. Results
+// (items on -o -, the output of fetch, parse, demo) go to standard output
+// instead.
 type Logs struct {
 	zerolog.Logger
 	// Console is true when the stream is human-readable text, false for
@@ -77,18 +77,6 @@ func OpenLogs(s *settings.Settings, stderr io.Writer) (*Logs, error) {
 
 // Close closes LOG_FILE, if any.
 func (l *Logs) Close() error { return l.close() }
-
-// Block writes text (a table, a summary) to the stream when it is console
-// format, or logs it as one JSON record with message msg and the text in a
-// "text" field otherwise. Summary writes a crawl's summary with structured
-// fields instead.
-func (l *Logs) Block(msg, text string) {
-	if l.Console {
-		io.WriteString(l.out, text)
-		return
-	}
-	l.Log().Str(zerolog.LevelFieldName, zerolog.InfoLevel.String()).Str("text", text).Msg(msg)
-}
 
 // msTimestamp adds the time to JSON records, to the millisecond, UTC.
 type msTimestamp struct{}
