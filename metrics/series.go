@@ -25,7 +25,8 @@ type Series struct {
 	// its own T column: it starts when the scope got its series.
 	Scopes []ScopeSeries `json:"scopes"`
 	// ScopesNotKept counts the scopes seen without a series of their own
-	// (past the SeriesOptions.Scopes busiest, or replaced by busier ones).
+	// (past the SeriesOptions.Scopes busiest, or replaced by busier ones),
+	// as of the last sample.
 	ScopesNotKept int `json:"scopes_not_kept,omitempty"`
 }
 
@@ -104,10 +105,10 @@ type SeriesRecorder struct {
 	lastSample time.Time
 	stride     int // samples per point
 	pending    int // samples taken for the pending point
+	samples    int // samples taken
 	global     seriesAcc
 	out        SeriesPoints
 	scopes     map[string]*scopeSeriesAcc
-	notKept    map[string]bool
 }
 
 // cumulative are a series' counters since the crawl started.
@@ -139,7 +140,7 @@ func NewSeriesRecorder(rec *Recorder, opts SeriesOptions) *SeriesRecorder {
 		opts.Points = 600
 	}
 	opts.Points = max(opts.Points, 16)
-	return &SeriesRecorder{rec: rec, opts: opts, stride: 1, scopes: map[string]*scopeSeriesAcc{}, notKept: map[string]bool{}}
+	return &SeriesRecorder{rec: rec, opts: opts, stride: 1, scopes: map[string]*scopeSeriesAcc{}}
 }
 
 // Interval is the time between two samples.
@@ -170,7 +171,13 @@ func (s *SeriesRecorder) sample(now time.Time, flush bool) {
 	}
 	r := s.rec
 	s.global.peak = max(s.global.peak, float64(r.samplePeak.Swap(r.inflight.Load())))
-	s.track(now)
+	// Looking for newly busy scopes is one pass over every scope: each
+	// sample while there are few, every scanEvery samples (and at the end)
+	// on a broad crawl.
+	if s.samples%scanEvery(r.nscopes.Load()) == 0 || flush {
+		s.track(now)
+	}
+	s.samples++
 	for name, a := range s.scopes {
 		st := r.scopeIfAny(name)
 		if st == nil {
@@ -178,6 +185,7 @@ func (s *SeriesRecorder) sample(now time.Time, flush bool) {
 		}
 		st.mu.Lock()
 		a.peak = max(a.peak, float64(st.samplePeak))
+		a.requests = st.requests
 		st.samplePeak = st.inflight
 		st.mu.Unlock()
 		if s.opts.State != nil {
@@ -235,7 +243,10 @@ func appendPoint(p *SeriesPoints, acc *seriesAcc, c cumulative, t, secs float64)
 // track updates which scopes have a series: the busiest by requests. A
 // scope keeps its series unless a scope with at least twice its requests
 // (and 10 more) needs the room, so that series do not flap between scopes
-// of similar traffic; a replaced scope's series is dropped.
+// of similar traffic; a replaced scope's series is dropped. It costs one
+// pass over the recorder's scopes, keeping only the few candidates that
+// could get a series (no sort of every scope); sample runs it every
+// scanEvery samples.
 func (s *SeriesRecorder) track(now time.Time) {
 	if s.opts.Scopes < 0 {
 		return
@@ -245,7 +256,20 @@ func (s *SeriesRecorder) track(now time.Time) {
 		requests int64
 		first    time.Time
 	}
-	var untracked []cand
+	// need is the fewest requests an untracked scope must have to take
+	// the place of the least requested tracked one, from the counts of the
+	// last pass (refreshed below before any replacement).
+	need := int64(0)
+	if len(s.scopes) >= s.opts.Scopes {
+		least := int64(math.MaxInt64)
+		for _, a := range s.scopes {
+			least = min(least, a.requests)
+		}
+		need = max(2*least, least+10)
+	}
+	// top holds the best untracked candidates, most requests first, at
+	// most opts.Scopes of them.
+	top := make([]cand, 0, s.opts.Scopes+1)
 	s.rec.scopes.Range(func(k, v any) bool {
 		st := v.(*scopeState)
 		st.mu.Lock()
@@ -253,18 +277,22 @@ func (s *SeriesRecorder) track(now time.Time) {
 		st.mu.Unlock()
 		if a, ok := s.scopes[st.name]; ok {
 			a.requests = n
-		} else {
-			untracked = append(untracked, cand{st.name, n, first})
+			return true
+		}
+		if n < need || len(top) == s.opts.Scopes && !better(n, st.name, top[len(top)-1].requests, top[len(top)-1].name) {
+			return true
+		}
+		i := len(top)
+		for i > 0 && better(n, st.name, top[i-1].requests, top[i-1].name) {
+			i--
+		}
+		top = slices.Insert(top, i, cand{st.name, n, first})
+		if len(top) > s.opts.Scopes {
+			top = top[:s.opts.Scopes]
 		}
 		return true
 	})
-	slices.SortFunc(untracked, func(a, b cand) int {
-		if a.requests != b.requests {
-			return int(b.requests - a.requests)
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	for _, c := range untracked {
+	for _, c := range top {
 		if len(s.scopes) >= s.opts.Scopes {
 			victim, vn := "", int64(math.MaxInt64)
 			for name, a := range s.scopes {
@@ -273,13 +301,10 @@ func (s *SeriesRecorder) track(now time.Time) {
 				}
 			}
 			if c.requests < 2*vn || c.requests < vn+10 {
-				s.notKept[c.name] = true
 				continue
 			}
 			delete(s.scopes, victim)
-			s.notKept[victim] = true
 		}
-		delete(s.notKept, c.name)
 		a := &scopeSeriesAcc{out: ScopeSeries{Scope: c.name}, requests: c.requests}
 		// A scope that started after the pending point's start is counted
 		// from zero; an older one from now on.
@@ -290,6 +315,20 @@ func (s *SeriesRecorder) track(now time.Time) {
 		}
 		s.scopes[c.name] = a
 	}
+}
+
+// scanEvery is how many samples go between two searches for newly busy
+// scopes, for a crawl that has touched n scopes.
+func scanEvery(n int64) int {
+	if n <= 10000 {
+		return 1
+	}
+	return 10
+}
+
+// better orders candidates: more requests first, then by name.
+func better(n int64, name string, m int64, other string) bool {
+	return n > m || n == m && name < other
 }
 
 // halve merges neighbouring points of every series and doubles the stride.
@@ -332,7 +371,8 @@ func halveCol(col []float64, merge func(a, b float64) float64) []float64 {
 func (s *SeriesRecorder) Series() Series {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := Series{Start: s.start, Step: round3(s.opts.Interval.Seconds() * float64(s.stride)), Global: clonePoints(s.out), ScopesNotKept: len(s.notKept)}
+	out := Series{Start: s.start, Step: round3(s.opts.Interval.Seconds() * float64(s.stride)), Global: clonePoints(s.out),
+		ScopesNotKept: max(0, int(s.rec.nscopes.Load())-len(s.scopes))}
 	for _, a := range s.scopes {
 		sc := a.out
 		sc.SeriesPoints = clonePoints(a.out.SeriesPoints)
