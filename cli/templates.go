@@ -16,15 +16,18 @@ import (
 
 // Spider templates: `gocrawl new` and `gocrawl genspider NAME DOMAIN -t KIND`
 // render templates/spider/KIND.go.tmpl (Go text/template) with SpiderData.
-// A template makes one file of the project's spiders package that
-// declares the spider type and registers it:
+// A template makes one file of the project's spiders package that declares
+// the spider type and its constructor, New{{.Type}}() returning a
+// spider.Spider, and may register it with the project's command line
+// itself:
 //
 //	func init() { register(New{{.Type}}()) }
 //
-// where register is the project's (templates/project/spiders.go.tmpl). A
-// kind is added by adding a file to templates/spider; `gocrawl genspider
-// --list` shows the kinds found, and a test renders every template into a
-// project and builds it.
+// (register is the project's, templates/project/spiders.go.tmpl); when the
+// rendered file does not call register, that line is added. A kind is
+// added by adding a file to templates/spider; `gocrawl genspider --list`
+// shows the kinds found, and a test renders every template into a project
+// and builds and runs it.
 //
 //go:embed templates/spider/*.go.tmpl templates/project/*.tmpl
 var templateFS embed.FS
@@ -63,7 +66,17 @@ func renderSpider(kind string, d SpiderData) ([]byte, error) {
 	if !slices.Contains(SpiderKinds(), kind) {
 		return nil, UsageErrorf("-t %s: no such spider template; the kinds are %s", kind, strings.Join(SpiderKinds(), ", "))
 	}
-	return renderGo("templates/spider/"+kind+".go.tmpl", d)
+	src, err := renderGo("templates/spider/"+kind+".go.tmpl", d)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Contains(src, []byte("register(")) {
+		if !bytes.Contains(src, []byte("func New"+d.Type+"(")) {
+			return nil, fmt.Errorf("template %s declares no New%s constructor to register", kind, d.Type)
+		}
+		src = append(src, []byte("\n// Registered with the project's command line (see spiders.go).\nfunc init() { register(New"+d.Type+"()) }\n")...)
+	}
+	return src, nil
 }
 
 // renderFile renders a template of templateFS with data.
