@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,7 +11,32 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gocrawl/gocrawl/cli"
+	"github.com/gocrawl/gocrawl/spider"
 )
+
+// everyLink follows every link of every page and leaves the allowed
+// domains (its start URL's host) to the offsite middleware.
+type everyLink struct{ spider.Base }
+
+func (*everyLink) Name() string { return "everylink" }
+
+func (s *everyLink) Parse(ctx context.Context, res *spider.Response, out spider.Output) error {
+	out.Item(map[string]any{"url": res.URL.String()})
+	out.FollowAll(res, res.Find("a[href]"), nil)
+	return nil
+}
+
+// runInProcess runs the command line with the everyLink spider starting
+// at start.
+func runInProcess(t *testing.T, start string, args ...string) result {
+	t.Helper()
+	sp := &everyLink{Base: spider.Base{StartURLs: []string{start}, Domains: []string{"127.0.0.1"}}}
+	var stdout, stderr bytes.Buffer
+	code := cli.Run(t.Context(), append([]string{"run", "everylink"}, args...), &stdout, &stderr, sp)
+	return result{code, stdout.String(), stderr.String()}
+}
 
 // dropSite has a page for every kind of dropped request: a 404 (HTTP
 // error), a robots.txt-disallowed page, an offsite link, a chain deeper
@@ -53,9 +80,8 @@ func records(t *testing.T, stream string) []map[string]any {
 // drop of each kind has a line, and the summary counts every kind.
 func TestDropsAndResponsesLogged(t *testing.T) {
 	srv := dropSite(t)
-	dir := t.TempDir()
-	args := []string{"run", "follow", "-a", "start_urls=" + srv.URL + "/", "-s", "DEPTH_LIMIT=2", "-s", "RETRY_ENABLED=false"}
-	r := gocrawl(t, dir, []string{"GOCRAWL_LOG_FORMAT=json"}, append(args, "-s", "LOG_LEVEL=DEBUG")...)
+	args := []string{"-s", "DEPTH_LIMIT=2", "-s", "RETRY_ENABLED=false", "-s", "LOG_FORMAT=json"}
+	r := runInProcess(t, srv.URL+"/", append(args, "-s", "LOG_LEVEL=DEBUG")...)
 	r.expect(t, 0, nil, nil)
 	var responses int
 	for _, rec := range records(t, r.stderr) {
@@ -81,7 +107,7 @@ func TestDropsAndResponsesLogged(t *testing.T) {
 		t.Errorf("%d response lines at DEBUG, want one per response:\n%s", responses, r.stderr)
 	}
 
-	r = gocrawl(t, dir, []string{"GOCRAWL_LOG_FORMAT=json"}, args...)
+	r = runInProcess(t, srv.URL+"/", args...)
 	r.expect(t, 0, nil, nil)
 	recs := records(t, r.stderr)
 	firsts := map[string]int{}
@@ -122,7 +148,7 @@ func TestDropsAndResponsesLogged(t *testing.T) {
 		}
 	}
 	// The text summary of a terminal-style stream has the same line.
-	r = gocrawl(t, dir, nil, args...)
+	r = runInProcess(t, srv.URL+"/", "-s", "DEPTH_LIMIT=2", "-s", "RETRY_ENABLED=false", "-s", "LOG_FORMAT=console")
 	r.expect(t, 0, nil, []string{"dropped ", "offsite: 1", "robots.txt: 1", "http error: 1", "depth: 1", "duplicate: "})
 }
 

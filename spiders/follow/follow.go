@@ -14,9 +14,8 @@
 //   - max_depth: links followed from a start URL at most (default 0 =
 //     unlimited; 1 = the start pages and the pages they link to).
 //
-// The allowed domains are enforced by the offsite middleware (which counts
-// and logs what it drops), or by the spider itself when OFFSITE_ENABLED is
-// false, so the crawl stays inside them either way.
+// The allowed domains are enforced by the spider itself, so the crawl stays
+// inside them with or without an offsite middleware.
 package follow
 
 import (
@@ -204,14 +203,6 @@ func (s *Spider) Parse(ctx context.Context, res *spider.Response, out spider.Out
 		sel = g
 	}
 	domains := s.AllowedDomains()
-	// With the offsite middleware on (the default), offsite links are
-	// sent on for it to drop: it counts them (offsite/filtered, the
-	// "dropped" line of the summary) and logs the first one. Without it,
-	// the spider keeps the crawl inside the domains itself.
-	selfFilter := true
-	if c := spider.CrawlerFrom(ctx); c != nil && c.Settings != nil && c.Settings.Bool("OFFSITE_ENABLED") {
-		selfFilter = false
-	}
 	for _, n := range cascadia.QueryAll(doc.Nodes[0], sel) {
 		var ref string
 		for _, a := range n.Attr {
@@ -226,7 +217,7 @@ func (s *Spider) Parse(ctx context.Context, res *spider.Response, out spider.Out
 		if err != nil {
 			continue // mailto:, javascript:, malformed
 		}
-		if selfFilter && !s.allowed(req.URL.Hostname(), domains) {
+		if !s.allowed(req.URL.Hostname(), domains) {
 			continue
 		}
 		out.Request(req)
