@@ -1,0 +1,229 @@
+package spider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gocrawl/gocrawl/linkextract"
+)
+
+// MetaRule is the meta key of a CrawlSpider's requests: the index, in
+// Rules, of the rule whose link the request follows. Requests are
+// persisted with it (JOBDIR), so keep the order of Rules stable between a
+// crawl and its resumption.
+const MetaRule = "rule"
+
+// Rule says which links of a page a CrawlSpider follows and what it does
+// with their responses: Scrapy's Rule.
+type Rule struct {
+	// Extractor finds the rule's links on a page; nil means every <a> and
+	// <area> link except binary files (linkextract.Options{}).
+	Extractor *linkextract.Extractor
+	// Callback handles the responses of the rule's links, sending items
+	// and requests to its Output as any callback does. The CrawlSpider
+	// calls it (requests carry the rule's index, see MetaRule), so it may
+	// be a method value (s.ParseBook) or a closure, with JOBDIR too.
+	Callback Callback
+	// Errback handles the rule's requests that fail (see Errback).
+	Errback Errback
+	// Follow applies the rules again to the responses of this rule's
+	// links. A rule without Callback always follows: it would do nothing
+	// otherwise.
+	Follow bool
+	// MaxDepth stops the rule on pages MaxDepth links away from a start
+	// page: its requests have a Depth of at most MaxDepth. 0 means no
+	// limit of its own (DEPTH_LIMIT still applies to every request).
+	MaxDepth int
+	// Priority is given to the rule's requests (higher first).
+	Priority int
+	// ProcessLinks, if set, gets the links the rule kept on a page and
+	// returns those to follow: filter, reorder or rewrite them. It must not
+	// keep the slice.
+	ProcessLinks func(res *Response, links []linkextract.Link) []linkextract.Link
+	// ProcessRequest, if set, gets each request the rule makes before it
+	// is scheduled and returns it, changed or replaced, or nil to drop it.
+	// A replacement must keep Meta[MetaRule] and Callback to reach the
+	// rule's Callback.
+	ProcessRequest func(req *Request, link linkextract.Link, res *Response) *Request
+}
+
+// follows reports whether the rules apply to responses of r's links.
+func (r *Rule) follows() bool { return r.Follow || r.Callback == nil }
+
+var defaultExtractor = sync.OnceValue(func() *linkextract.Extractor {
+	return linkextract.MustNew(linkextract.Options{})
+})
+
+// CrawlSpider crawls by rules, as Scrapy's CrawlSpider: every page's links
+// are offered to the rules in order, the first rule whose extractor keeps
+// a link gets it, and the response of that link goes to the rule's
+// Callback and, if the rule follows, through the rules again. Embed it and
+// set the rules in a constructor, with callbacks as method values:
+//
+//	type Books struct{ spider.CrawlSpider }
+//
+//	func New() *Books {
+//		s := &Books{}
+//		s.StartURLs = []string{"https://books.toscrape.com/"}
+//		s.Rules = []spider.Rule{
+//			{Extractor: linkextract.MustNew(linkextract.Options{RestrictCSS: []string{"article.product_pod h3"}}),
+//				Callback: s.ParseBook},
+//			{Extractor: linkextract.MustNew(linkextract.Options{RestrictCSS: []string{"li.next", "div.side_categories"}}),
+//				Follow: true},
+//		}
+//		return s
+//	}
+//
+//	func (*Books) Name() string { return "books" }
+//
+// The start pages go to Parse, which calls StartCallback and applies the
+// rules; a rule's requests go to ParseRule and fail to ErrbackRule, which
+// find the rule again from the request's MetaRule. A spider that defines
+// its own Parse shadows the CrawlSpider's: call s.FollowRules (or
+// s.CrawlSpider.Parse) from it so that start pages are followed.
+//
+// Every rule runs on one shared parse of the page (Response.LinkDocument).
+// Items and requests from callbacks work as in any spider.
+type CrawlSpider struct {
+	Base
+	// Rules are tried in order for each link.
+	Rules []Rule
+	// StartCallback, if set, handles the responses of the start requests
+	// (Scrapy's parse_start_url) before the rules are applied to them.
+	StartCallback Callback
+}
+
+// Parse handles a start page: StartCallback, then the rules. A callback
+// error is returned after the page's links were followed.
+func (c *CrawlSpider) Parse(ctx context.Context, res *Response, out Output) error {
+	var cbErr error
+	if c.StartCallback != nil {
+		cbErr = c.StartCallback(ctx, res, out)
+	}
+	return errors.Join(cbErr, c.FollowRules(ctx, res, out))
+}
+
+// ParseRule handles the response of a rule's link: the rule's Callback,
+// then, if the rule follows, the rules. A callback error is returned after
+// the page's links were followed.
+func (c *CrawlSpider) ParseRule(ctx context.Context, res *Response, out Output) error {
+	_, rule, err := c.ruleOf(res.Request)
+	if err != nil {
+		return err
+	}
+	var cbErr error
+	if rule.Callback != nil {
+		cbErr = rule.Callback(ctx, res, out)
+	}
+	if !rule.follows() {
+		return cbErr
+	}
+	return errors.Join(cbErr, c.FollowRules(ctx, res, out))
+}
+
+// ErrbackRule hands a failed request of a rule to the rule's Errback.
+func (c *CrawlSpider) ErrbackRule(ctx context.Context, req *Request, err error, out Output) error {
+	_, rule, rerr := c.ruleOf(req)
+	if rerr != nil {
+		return rerr
+	}
+	if rule.Errback == nil {
+		return nil
+	}
+	return rule.Errback(ctx, req, err, out)
+}
+
+// FollowRules applies the rules to res and sends out a request for each
+// link a rule keeps: one Depth deeper than res, with the rule's Priority,
+// MetaRule set and ParseRule as callback. A link goes to the first rule
+// that keeps it. A response that is not HTML has no links to follow and
+// is no error.
+func (c *CrawlSpider) FollowRules(ctx context.Context, res *Response, out Output) error {
+	if len(c.Rules) == 0 {
+		return nil
+	}
+	doc, err := res.LinkDocument()
+	if err != nil {
+		if errors.Is(err, ErrNotHTML) {
+			return nil
+		}
+		return err
+	}
+	depth := 0
+	if res.Request != nil {
+		depth = res.Request.Depth
+	}
+	var (
+		seen  linkextract.Seen
+		links []linkextract.Link
+		cb    Callback = c.ParseRule // one method value per page, not per link
+		eb    Errback
+	)
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		if r.MaxDepth > 0 && depth >= r.MaxDepth {
+			continue
+		}
+		ex := r.Extractor
+		if ex == nil {
+			ex = defaultExtractor()
+		}
+		if r.ProcessLinks != nil {
+			links = r.ProcessLinks(res, ex.AppendLinks(nil, doc, &seen))
+		} else {
+			links = ex.AppendLinks(links[:0], doc, &seen)
+		}
+		if r.Errback != nil && eb == nil {
+			eb = c.ErrbackRule
+		}
+		for _, l := range links {
+			req := &Request{URL: l.ParsedURL(), Callback: cb, Depth: depth + 1, Priority: r.Priority, Meta: Meta{MetaRule: i}}
+			if r.Errback != nil {
+				req.Errback = eb
+			}
+			if r.ProcessRequest != nil {
+				if req = r.ProcessRequest(req, l, res); req == nil {
+					continue
+				}
+			}
+			out.Request(req)
+		}
+		if r.ProcessLinks != nil {
+			links = nil
+		}
+	}
+	return nil
+}
+
+// ErrNoRule is the kind of error for a response or failure that ParseRule
+// or ErrbackRule cannot trace back to a rule.
+var ErrNoRule = errors.New("request has no rule of this spider")
+
+// ruleOf finds the rule of req from its MetaRule.
+func (c *CrawlSpider) ruleOf(req *Request) (int, *Rule, error) {
+	if req == nil {
+		return 0, nil, fmt.Errorf("%w: no request", ErrNoRule)
+	}
+	v := req.Get(MetaRule)
+	i, ok := -1, false
+	switch n := v.(type) {
+	case int:
+		i, ok = n, true
+	case int64:
+		i, ok = int(n), true
+	case float64:
+		i, ok = int(n), float64(int(n)) == n
+	case json.Number:
+		if x, err := n.Int64(); err == nil {
+			i, ok = int(x), true
+		}
+	}
+	if !ok || i < 0 || i >= len(c.Rules) {
+		return 0, nil, fmt.Errorf("%w: %s has meta %s=%v but the spider has %d rules (were they changed since the request was queued?)",
+			ErrNoRule, req, MetaRule, v, len(c.Rules))
+	}
+	return i, &c.Rules[i], nil
+}
