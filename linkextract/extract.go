@@ -46,10 +46,16 @@ func (l Link) ParsedURL() *url.URL {
 		}
 		return u
 	}
-	src := l.r.u
-	if l.URL != l.r.s {
-		src = l.r.cu
+	if l.URL != l.r.s && l.r.cu != nil {
+		return copyURL(l.r.cu)
 	}
+	if l.r.u == nil {
+		return l.r.url() // a new one
+	}
+	return copyURL(l.r.u)
+}
+
+func copyURL(src *url.URL) *url.URL {
 	u := *src
 	if src.User != nil {
 		uu := *src.User
@@ -75,7 +81,10 @@ func (l Link) Key() string {
 // AppendLinks). The zero value is an empty set; it is not safe for
 // concurrent use.
 type Seen struct {
-	small []string
+	// A page has a few dozen links: an array beats a map until then, and
+	// a Seen on the stack costs no allocation.
+	small [24]string
+	n     int
 	m     map[string]struct{}
 }
 
@@ -85,7 +94,7 @@ func (s *Seen) Has(key string) bool {
 		_, ok := s.m[key]
 		return ok
 	}
-	return slices.Contains(s.small, key)
+	return slices.Contains(s.small[:s.n], key)
 }
 
 // Add adds key and reports whether it was new.
@@ -93,17 +102,17 @@ func (s *Seen) Add(key string) bool {
 	if s.Has(key) {
 		return false
 	}
-	// A page has a few dozen links: a slice beats a map until then.
-	if s.m == nil && len(s.small) < 32 {
-		s.small = append(s.small, key)
+	if s.m == nil && s.n < len(s.small) {
+		s.small[s.n] = key
+		s.n++
 		return true
 	}
 	if s.m == nil {
-		s.m = make(map[string]struct{}, 2*len(s.small))
-		for _, k := range s.small {
+		s.m = make(map[string]struct{}, 4*len(s.small))
+		for _, k := range s.small[:s.n] {
 			s.m[k] = struct{}{}
 		}
-		s.small = nil
+		s.small, s.n = [len(s.small)]string{}, 0
 	}
 	s.m[key] = struct{}{}
 	return true
@@ -114,7 +123,7 @@ func (s *Seen) Len() int {
 	if s.m != nil {
 		return len(s.m)
 	}
-	return len(s.small)
+	return s.n
 }
 
 // Links returns the links of doc that ex keeps, in document order.
@@ -134,10 +143,12 @@ func (ex *Extractor) AppendLinks(dst []Link, doc *Document, seen *Seen) []Link {
 	var local Seen // this call's keys, when seen is nil or duplicates are kept
 	first := len(dst)
 	regionEnd := int32(-1) // elems[:regionEnd] from the current region's root on are inside it
-	for i, n := range doc.elems {
+	for i := range doc.elems {
+		e := &doc.elems[i]
+		n := e.n
 		if len(n.Attr) == 0 || !ex.tagOK(n) {
 			if ex.restrict != nil && int32(i) >= regionEnd && ex.restrict.Match(n) {
-				regionEnd = doc.end[i]
+				regionEnd = e.end
 			}
 			continue
 		}
@@ -145,7 +156,7 @@ func (ex *Extractor) AppendLinks(dst []Link, doc *Document, seen *Seen) []Link {
 			if !ex.restrict.Match(n) {
 				continue
 			}
-			regionEnd = doc.end[i]
+			regionEnd = e.end
 		}
 		for j := range n.Attr {
 			a := &n.Attr[j]
@@ -162,7 +173,7 @@ func (ex *Extractor) AppendLinks(dst []Link, doc *Document, seen *Seen) []Link {
 			} else {
 				r = doc.resolveSlot(i, j)
 			}
-			if !r.ok {
+			if r.s == "" {
 				continue
 			}
 			if seen != nil && seen.Has(r.key) {
@@ -212,23 +223,25 @@ func (ex *Extractor) tagOK(n *html.Node) bool {
 
 // accept applies the URL, domain, extension and text filters to r.
 func (ex *Extractor) accept(doc *Document, r *ref, n *html.Node) bool {
-	if len(ex.denyExt) > 0 && r.ext != "" {
-		if _, ok := ex.denyExt[r.ext]; ok {
-			return false
-		}
-		if r.ext2 != "" {
-			if _, ok := ex.denyExt[r.ext2]; ok {
+	if len(ex.denyExt) > 0 {
+		if ext, ext2 := extensions(r.urlPath()); ext != "" {
+			if _, ok := ex.denyExt[ext]; ok {
 				return false
+			}
+			if ext2 != "" {
+				if _, ok := ex.denyExt[ext2]; ok {
+					return false
+				}
 			}
 		}
 	}
-	if len(ex.allowDomains) > 0 && !inDomains(r.host, ex.allowDomains) {
+	if len(ex.allowDomains) > 0 && !inDomains(doc.hostOf(r), ex.allowDomains) {
 		return false
 	}
-	if len(ex.denyDomains) > 0 && inDomains(r.host, ex.denyDomains) {
+	if len(ex.denyDomains) > 0 && inDomains(doc.hostOf(r), ex.denyDomains) {
 		return false
 	}
-	if ex.sameSite && doc.site(r.host) != doc.site(hostOf(doc.page)) {
+	if ex.sameSite && doc.site(doc.hostOf(r)) != doc.site(hostOf(doc.page)) {
 		return false
 	}
 	u := r.s

@@ -1,6 +1,7 @@
 package linkextract
 
 import (
+	"bytes"
 	"net"
 	"net/url"
 	"slices"
@@ -19,17 +20,26 @@ import (
 // "java\tscript:" is seen as the javascript: link it is. It allocates only
 // when there is something inside to remove.
 func cleanRef(v string) string {
-	v = strings.Trim(v, " \t\n\r\f")
-	if strings.ContainsAny(v, "\t\n\r") {
-		v = strings.Map(func(r rune) rune {
-			if r == '\t' || r == '\n' || r == '\r' {
-				return -1
-			}
-			return r
-		}, v)
+	for len(v) > 0 && htmlSpace(v[0]) {
+		v = v[1:]
+	}
+	for len(v) > 0 && htmlSpace(v[len(v)-1]) {
+		v = v[:len(v)-1]
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c == '\t' || c == '\n' || c == '\r' {
+			return strings.Map(func(r rune) rune {
+				if r == '\t' || r == '\n' || r == '\r' {
+					return -1
+				}
+				return r
+			}, v)
+		}
 	}
 	return v
 }
+
+func htmlSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }
 
 // schemeOf returns the scheme of ref ("" for a relative reference) without
 // parsing it: letters, digits, '+', '-' and '.' before the first ':',
@@ -58,12 +68,12 @@ func webScheme(s string) bool {
 	return strings.EqualFold(s, "http") || strings.EqualFold(s, "https")
 }
 
-// resolve returns ref resolved against base, without its fragment, or
-// ok=false for a value that is not a link to an http(s) page: empty,
-// fragment-only (a link to the page itself), another scheme (javascript:,
-// mailto:, data:, tel:, ftp:), unparsable or without a host.
-func resolve(base *url.URL, raw string) (u *url.URL, frag string, ok bool) {
-	ref := cleanRef(raw)
+// resolve returns ref (cleaned by cleanRef) resolved against base,
+// without its fragment, or ok=false for a value that is not a link to an
+// http(s) page: empty, fragment-only (a link to the page itself), another
+// scheme (javascript:, mailto:, data:, tel:, ftp:), unparsable or without
+// a host.
+func resolve(base *url.URL, ref string) (u *url.URL, frag string, ok bool) {
 	if ref == "" || ref[0] == '#' {
 		return nil, "", false
 	}
@@ -74,13 +84,91 @@ func resolve(base *url.URL, raw string) (u *url.URL, frag string, ok bool) {
 	if err != nil {
 		return nil, "", false
 	}
-	u = base.ResolveReference(r)
+	if r.Scheme != "" && r.Host != "" && r.Opaque == "" && !hasDotSegment(r.Path) {
+		// ResolveReference would copy r and leave its path as it is.
+		u = r
+	} else {
+		u = base.ResolveReference(r)
+	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, "", false
 	}
 	frag = u.Fragment
 	u.Fragment, u.RawFragment = "", ""
 	return u, frag, true
+}
+
+// plainPath reports whether p is made only of letters, digits, "-._~"
+// and "/": a path that needs no escaping and no unescaping.
+func plainPath(p string) bool {
+	if p == "" {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; !unreserved(c) && c != '/' {
+			return false
+		}
+	}
+	return true
+}
+
+// removeDots returns prefix followed by the absolute path p without its
+// "." and ".." segments, as RFC 3986 (5.2.4) and net/url's resolution
+// remove them: "/a/b/../c/./d" is "/a/c/d", and a path ending in a dot
+// segment ends with "/". It makes one allocation.
+func removeDots(prefix, p string) string {
+	out := make([]byte, len(prefix), len(prefix)+len(p)+1)
+	copy(out, prefix)
+	for i := 0; ; { // p[i] is a '/'
+		j := strings.IndexByte(p[i+1:], '/')
+		seg := p[i+1:]
+		if j >= 0 {
+			seg = p[i+1 : i+1+j]
+		}
+		switch seg {
+		case ".":
+		case "..":
+			if k := bytes.LastIndexByte(out[len(prefix):], '/'); k >= 0 {
+				out = out[:len(prefix)+k]
+			}
+		default:
+			out = append(out, '/')
+			out = append(out, seg...)
+		}
+		if j < 0 {
+			if seg == "." || seg == ".." {
+				out = append(out, '/')
+			}
+			break
+		}
+		i += 1 + j
+	}
+	return string(out)
+}
+
+// hasDotSegment reports whether path has a "." or ".." segment, or an
+// empty one ("//"), that resolution treats specially.
+func hasDotSegment(p string) bool {
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '/':
+			if i+1 < len(p) && p[i+1] == '/' {
+				return true
+			}
+		case '.':
+			if i > 0 && p[i-1] != '/' {
+				continue
+			}
+			end := i + 1
+			if end < len(p) && p[end] == '.' {
+				end++
+			}
+			if end == len(p) || p[end] == '/' {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // hostOf returns u's host name lower-cased, without port or trailing dot,

@@ -5,15 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/gocrawl/gocrawl/linkextract"
 )
 
-// MetaRule is the meta key of a CrawlSpider's requests: the index, in
-// Rules, of the rule whose link the request follows. Requests are
-// persisted with it (JOBDIR), so keep the order of Rules stable between a
-// crawl and its resumption.
+// MetaRule is the meta key of a CrawlSpider's requests for rules with a
+// Callback or an Errback: the index, in Rules, of the rule whose link the
+// request follows. Requests are persisted with it (JOBDIR), so keep the
+// order of Rules stable between a crawl and its resumption. Requests of
+// rules that only follow need no index: their callback is FollowRules.
 const MetaRule = "rule"
 
 // Rule says which links of a page a CrawlSpider follows and what it does
@@ -40,8 +42,7 @@ type Rule struct {
 	// Priority is given to the rule's requests (higher first).
 	Priority int
 	// ProcessLinks, if set, gets the links the rule kept on a page and
-	// returns those to follow: filter, reorder or rewrite them. It must not
-	// keep the slice.
+	// returns those to follow: filter, reorder or rewrite them.
 	ProcessLinks func(res *Response, links []linkextract.Link) []linkextract.Link
 	// ProcessRequest, if set, gets each request the rule makes before it
 	// is scheduled and returns it, changed or replaced, or nil to drop it.
@@ -52,6 +53,9 @@ type Rule struct {
 
 // follows reports whether the rules apply to responses of r's links.
 func (r *Rule) follows() bool { return r.Follow || r.Callback == nil }
+
+// linkBufs recycles the link buffers of FollowRules.
+var linkBufs = sync.Pool{New: func() any { b := make([]linkextract.Link, 0, 32); return &b }}
 
 var defaultExtractor = sync.OnceValue(func() *linkextract.Extractor {
 	return linkextract.MustNew(linkextract.Options{})
@@ -80,8 +84,9 @@ var defaultExtractor = sync.OnceValue(func() *linkextract.Extractor {
 //	func (*Books) Name() string { return "books" }
 //
 // The start pages go to Parse, which calls StartCallback and applies the
-// rules; a rule's requests go to ParseRule and fail to ErrbackRule, which
-// find the rule again from the request's MetaRule. A spider that defines
+// rules; the requests of a rule with a Callback go to ParseRule and fail
+// to ErrbackRule, which find the rule again from the request's MetaRule;
+// those of a rule that only follows go to FollowRules. A spider that defines
 // its own Parse shadows the CrawlSpider's: call s.FollowRules (or
 // s.CrawlSpider.Parse) from it so that start pages are followed.
 //
@@ -137,10 +142,11 @@ func (c *CrawlSpider) ErrbackRule(ctx context.Context, req *Request, err error, 
 }
 
 // FollowRules applies the rules to res and sends out a request for each
-// link a rule keeps: one Depth deeper than res, with the rule's Priority,
-// MetaRule set and ParseRule as callback. A link goes to the first rule
-// that keeps it. A response that is not HTML has no links to follow and
-// is no error.
+// link a rule keeps, one Depth deeper than res, with the rule's Priority.
+// A link goes to the first rule that keeps it. The request's callback is
+// ParseRule, with MetaRule set, for a rule with a Callback or an Errback,
+// and FollowRules for a rule that only follows. A response that is not
+// HTML has no links to follow and is no error.
 func (c *CrawlSpider) FollowRules(ctx context.Context, res *Response, out Output) error {
 	if len(c.Rules) == 0 {
 		return nil
@@ -157,11 +163,18 @@ func (c *CrawlSpider) FollowRules(ctx context.Context, res *Response, out Output
 		depth = res.Request.Depth
 	}
 	var (
-		seen  linkextract.Seen
-		links []linkextract.Link
-		cb    Callback = c.ParseRule // one method value per page, not per link
-		eb    Errback
+		seen    linkextract.Seen
+		parse   Callback // method values, made once per page
+		follow  Callback
+		errback Errback
 	)
+	buf := linkBufs.Get().(*[]linkextract.Link)
+	links, used := (*buf)[:0], 0
+	defer func() {
+		clear(links[:used]) // drop the page's nodes before pooling
+		*buf = links[:0]
+		linkBufs.Put(buf)
+	}()
 	for i := range c.Rules {
 		r := &c.Rules[i]
 		if r.MaxDepth > 0 && depth >= r.MaxDepth {
@@ -171,18 +184,31 @@ func (c *CrawlSpider) FollowRules(ctx context.Context, res *Response, out Output
 		if ex == nil {
 			ex = defaultExtractor()
 		}
+		links = ex.AppendLinks(links[:0], doc, &seen)
+		used = max(used, len(links))
+		todo := links
 		if r.ProcessLinks != nil {
-			links = r.ProcessLinks(res, ex.AppendLinks(nil, doc, &seen))
-		} else {
-			links = ex.AppendLinks(links[:0], doc, &seen)
+			todo = r.ProcessLinks(res, slices.Clone(links))
 		}
-		if r.Errback != nil && eb == nil {
-			eb = c.ErrbackRule
+		byIndex := r.Callback != nil || r.Errback != nil
+		switch {
+		case byIndex && parse == nil:
+			parse = c.ParseRule
+		case !byIndex && follow == nil:
+			follow = c.FollowRules
 		}
-		for _, l := range links {
-			req := &Request{URL: l.ParsedURL(), Callback: cb, Depth: depth + 1, Priority: r.Priority, Meta: Meta{MetaRule: i}}
-			if r.Errback != nil {
-				req.Errback = eb
+		if r.Errback != nil && errback == nil {
+			errback = c.ErrbackRule
+		}
+		for _, l := range todo {
+			req := &Request{URL: l.ParsedURL(), Depth: depth + 1, Priority: r.Priority}
+			if byIndex {
+				req.Callback, req.Meta = parse, Meta{MetaRule: i}
+				if r.Errback != nil {
+					req.Errback = errback
+				}
+			} else {
+				req.Callback = follow
 			}
 			if r.ProcessRequest != nil {
 				if req = r.ProcessRequest(req, l, res); req == nil {
@@ -190,9 +216,6 @@ func (c *CrawlSpider) FollowRules(ctx context.Context, res *Response, out Output
 				}
 			}
 			out.Request(req)
-		}
-		if r.ProcessLinks != nil {
-			links = nil
 		}
 	}
 	return nil

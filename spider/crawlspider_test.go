@@ -93,16 +93,21 @@ func TestCrawlSpiderStartPage(t *testing.T) {
 	want := []sent{
 		// rule 0 wins /product/9 though it is inside nav (rule 1): first rule wins.
 		{"/product/9", 0, 1, 5, true}, {"/product/1", 0, 1, 5, true}, {"/product/2", 0, 1, 5, true},
-		{"/cat/1", 1, 1, 0, false}, {"/cat/2", 1, 1, 0, false},
+		// rule 1 only follows: no rule index needed.
+		{"/cat/1", nil, 1, 0, false}, {"/cat/2", nil, 1, 0, false},
 		{"/help", 2, 1, 0, false},
 	}
 	if got := requests(&out); !slices.Equal(got, want) {
 		t.Errorf("requests:\n got %+v\nwant %+v", got, want)
 	}
 	for _, r := range out.Requests {
+		want := "ParseRule"
+		if r.Get(spider.MetaRule) == nil {
+			want = "FollowRules"
+		}
 		name, err := spider.FuncName(s, r.Callback)
-		if err != nil || name != "ParseRule" {
-			t.Errorf("%s: callback %q, %v; want the persistable ParseRule", r.URL, name, err)
+		if err != nil || name != want {
+			t.Errorf("%s: callback %q, %v; want the persistable %s", r.URL, name, err, want)
 		}
 		if r.Errback != nil {
 			if name, err := spider.FuncName(s, r.Errback); err != nil || name != "ErrbackRule" {
@@ -130,10 +135,18 @@ func TestCrawlSpiderRuleResponses(t *testing.T) {
 		t.Errorf("product page: items %v requests %v parsed %v", out.Items, requests(&out), s.parsed)
 	}
 
-	// A follow-only rule below its MaxDepth: every rule applies.
+	// A follow-only rule below its MaxDepth: every rule applies. Such a
+	// rule's requests go to FollowRules, but ParseRule does the same.
 	out = spider.Collector{}
 	if err := s.ParseRule(ctx, htmlResponse(rule("/cat/1", 1, 1), shopPage), &out); err != nil {
 		t.Fatal(err)
+	}
+	var viaFollow spider.Collector
+	if err := s.FollowRules(ctx, htmlResponse(rule("/cat/1", 1, 1), shopPage), &viaFollow); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(requests(&out), requests(&viaFollow)) {
+		t.Errorf("ParseRule %v, FollowRules %v", requests(&out), requests(&viaFollow))
 	}
 	if len(out.Requests) != 6 || out.Requests[0].Depth != 2 {
 		t.Errorf("category page at depth 1: %+v", requests(&out))
@@ -217,7 +230,7 @@ func TestCrawlSpiderHooks(t *testing.T) {
 	var got []string
 	for _, r := range out.Requests {
 		got = append(got, r.URL.Path+"|"+r.Get("link_text").(string))
-		if r.Header.Get("Referer") != "https://shop.example/" || r.Get(spider.MetaRule) != 0 {
+		if r.Header.Get("Referer") != "https://shop.example/" || r.Get(spider.MetaRule) != nil {
 			t.Errorf("%s: %v %v", r.URL, r.Header, r.Meta)
 		}
 	}
