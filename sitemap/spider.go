@@ -89,8 +89,8 @@ type Spider struct {
 	Filter func(kind Kind, e Entry) bool
 	// MaxSize, MaxURLs and MaxDepth override SITEMAP_MAX_SIZE,
 	// SITEMAP_MAX_URLS and SITEMAP_MAX_DEPTH when positive.
-	MaxSize int64
-	MaxURLs int
+	MaxSize  int64
+	MaxURLs  int
 	MaxDepth int
 }
 

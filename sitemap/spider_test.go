@@ -224,7 +224,9 @@ func TestParseSitemapPages(t *testing.T) {
 			"https://shop.example/product/1 ParseProduct", "https://shop.example/fr/product/1 ParseProduct",
 			"https://shop.example/product/2 ParseProduct", "https://shop.example/page/about Parse"}},
 		{"filter", func(s *shop) {
-			s.Filter = func(k sitemap.Kind, e sitemap.Entry) bool { return k == sitemap.URLSet && !strings.HasSuffix(e.Loc, "/2") }
+			s.Filter = func(k sitemap.Kind, e sitemap.Entry) bool {
+				return k == sitemap.URLSet && !strings.HasSuffix(e.Loc, "/2")
+			}
 		}, []string{"https://shop.example/product/1 ParseProduct", "https://shop.example/page/about Parse"}},
 	}
 	for _, tt := range tests {
