@@ -143,7 +143,6 @@ func (s *Spider) SetArgs(args map[string]string) error {
 	return errors.Join(errs...)
 }
 
-
 // buildRule makes the spider's one rule from its fields, naming the
 // argument of each problem.
 func (s *Spider) buildRule() error {
