@@ -223,7 +223,7 @@ func (s *Spider) ParseSitemap(ctx context.Context, res *spider.Response, out spi
 		s.requestPages(res, out, f)
 	}
 	if err != nil {
-		return fmt.Errorf("sitemap %s: %w (%d entries read before it were used)", res.URL.Redacted(), err, len(f.Entries))
+		return fmt.Errorf("sitemap %s: %w (entries read before the problem, and used: %d)", res.URL.Redacted(), err, len(f.Entries))
 	}
 	return nil
 }
