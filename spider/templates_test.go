@@ -12,9 +12,9 @@ import (
 	"text/template"
 )
 
-// The templates `gocrawl genspider -t crawl|sitemap` renders (from
+// The templates `gocrawl genspider -t crawl|sitemap|html` renders (from
 // cli/templates/spider) must give Go that compiles against this checkout:
-// render both with text/template into a temporary module whose go.mod
+// render each with text/template into a temporary module whose go.mod
 // points at the checkout (replace), and run go vet on it.
 func TestSpiderTemplatesCompile(t *testing.T) {
 	if testing.Short() {
@@ -29,7 +29,7 @@ func TestSpiderTemplatesCompile(t *testing.T) {
 	data := map[string]string{"Package": "spiders", "Domain": "quotes.toscrape.com", "StartURL": "https://quotes.toscrape.com/"}
 	var checks strings.Builder
 	checks.WriteString("package spiders\n\nimport \"github.com/gocrawl/gocrawl/spider\"\n\nvar _ = []spider.Spider{\n")
-	for _, kind := range []string{"crawl", "sitemap"} {
+	for _, kind := range []string{"crawl", "sitemap", "html"} {
 		src, err := os.ReadFile(filepath.Join(root, "cli", "templates", "spider", kind+".go.tmpl"))
 		if err != nil {
 			t.Fatal(err)
