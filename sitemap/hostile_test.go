@@ -69,7 +69,7 @@ func TestSixtyMegabyteSitemap(t *testing.T) {
 	if want := DefaultMaxSize / len(entry); len(f.Entries) < want-1 || len(f.Entries) > want+1 {
 		t.Errorf("%d entries kept, want about %d (those before the limit)", len(f.Entries), want)
 	}
-	if alloc > 2*DefaultMaxSize {
+	if alloc > 2*DefaultMaxSize && !raceEnabled {
 		t.Errorf("allocated %d MB to read a 60 MB sitemap", alloc>>20)
 	}
 }
@@ -107,7 +107,7 @@ func TestGzipBomb(t *testing.T) {
 		{"white space, 1 MB limit", spaceBomb(), 1 << 20, ErrMalformed},
 		{"white space, 50 MB limit", spaceBomb(), DefaultMaxSize, ErrMalformed},
 		{"tags, 1 MB limit", tagBomb(), 1 << 20, ErrTooLarge},
-		{"tags, 10 MB limit", tagBomb(), 10 << 20, ErrTooLarge},
+		{"tags, 5 MB limit", tagBomb(), 5 << 20, ErrTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,7 +122,7 @@ func TestGzipBomb(t *testing.T) {
 			}
 			// The tokenizer holds one token; what it allocates per tag
 			// (x/net/html's TagName) is garbage, a few bytes per byte read.
-			if alloc > uint64(3*tt.limit)+(4<<20) {
+			if alloc > uint64(3*tt.limit)+(4<<20) && !raceEnabled {
 				t.Errorf("allocated %d MB", alloc>>20)
 			}
 			t.Logf("%d KB compressed: %v; allocated %d KB", len(tt.bomb)>>10, err, alloc>>10)
