@@ -1,6 +1,7 @@
 package linkextract
 
 import (
+	"hash/maphash"
 	"net/url"
 	"strings"
 	"sync"
@@ -53,18 +54,39 @@ type elem struct {
 // Document).
 type ref struct {
 	// s is the absolute URL without fragment; "" means not a link.
-	s    string
-	frag string
+	s string
+	// key is the canonical form of s (the identity of the link for
+	// uniqueness), and hash its hash for Seen.
+	key  string
+	hash uint64
 	// u is the URL parsed. A link resolved by fastResolve has none: it is
 	// base with path, built when someone asks (Link.ParsedURL).
 	u    *url.URL
 	base *url.URL
 	path string
-	host string // hostOf the URL, computed when a domain filter needs it
-	// cu and key are the canonical URL and its string: the identity of the
-	// link for uniqueness. cu is nil when the URL is canonical already.
-	cu  *url.URL
-	key string
+	x    *refExtra // rarely needed, so not in every ref
+}
+
+// refExtra holds what few refs need: a fragment, a canonical URL that
+// differs from the URL, the host of a URL parsed by net/url.
+type refExtra struct {
+	frag string
+	cu   *url.URL
+	host string
+}
+
+func (r *ref) extra() *refExtra {
+	if r.x == nil {
+		r.x = &refExtra{}
+	}
+	return r.x
+}
+
+func (r *ref) fragment() string {
+	if r.x == nil {
+		return ""
+	}
+	return r.x.frag
 }
 
 // url returns r's URL: the parsed one, or a new one built from base and
@@ -314,6 +336,9 @@ func (d *Document) resolveValue(v string) *ref {
 
 var notLink = &ref{}
 
+// seed hashes link keys for Seen.
+var seed = maphash.MakeSeed()
+
 // newRef resolves v. d.mu is held.
 func (d *Document) newRef(v string) *ref {
 	clean := cleanRef(v)
@@ -324,14 +349,19 @@ func (d *Document) newRef(v string) *ref {
 		} else {
 			r.setKey()
 		}
+		r.hash = maphash.String(seed, r.key)
 		return r
 	}
 	u, frag, ok := resolve(d.base, clean)
 	if !ok {
 		return notLink
 	}
-	r := d.allocRef(ref{u: u, s: u.String(), frag: frag})
+	r := d.allocRef(ref{u: u, s: u.String()})
+	if frag != "" {
+		r.extra().frag = frag
+	}
 	r.setKey()
+	r.hash = maphash.String(seed, r.key)
 	return r
 }
 
@@ -348,7 +378,7 @@ func (d *Document) allocRef(r ref) *ref {
 func (r *ref) setKey() {
 	u := r.url()
 	if cu := Canonical(u); cu != u {
-		r.cu, r.key = cu, cu.String()
+		r.extra().cu, r.key = cu, cu.String()
 	} else {
 		r.key = r.s
 	}
@@ -357,14 +387,14 @@ func (r *ref) setKey() {
 // hostOf returns r's host for the domain filters, computed once. d.mu is
 // held.
 func (d *Document) hostOf(r *ref) string {
-	if r.host == "" {
-		if r.u == nil {
-			r.host = d.baseHost()
-		} else {
-			r.host = hostOf(r.u)
-		}
+	if r.u == nil { // resolved against the base: on its host
+		return d.baseHost()
 	}
-	return r.host
+	x := r.extra()
+	if x.host == "" {
+		x.host = hostOf(r.u)
+	}
+	return x.host
 }
 
 // baseHost returns hostOf(d.base), cached. d.mu is held.

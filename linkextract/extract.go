@@ -1,6 +1,7 @@
 package linkextract
 
 import (
+	"hash/maphash"
 	"net/url"
 	"regexp"
 	"slices"
@@ -46,8 +47,8 @@ func (l Link) ParsedURL() *url.URL {
 		}
 		return u
 	}
-	if l.URL != l.r.s && l.r.cu != nil {
-		return copyURL(l.r.cu)
+	if l.URL != l.r.s && l.r.x != nil && l.r.x.cu != nil {
+		return copyURL(l.r.x.cu)
 	}
 	if l.r.u == nil {
 		return l.r.url() // a new one
@@ -81,38 +82,48 @@ func (l Link) Key() string {
 // AppendLinks). The zero value is an empty set; it is not safe for
 // concurrent use.
 type Seen struct {
-	// A page has a few dozen links: an array beats a map until then, and
-	// a Seen on the stack costs no allocation.
-	small [24]string
-	n     int
-	m     map[string]struct{}
+	// A page has a few dozen links: an array of hashes beats a map until
+	// then, and a Seen on the stack costs no allocation.
+	hashes [24]uint64
+	keys   [24]string
+	n      int
+	m      map[string]struct{}
 }
 
 // Has reports whether key is in the set.
-func (s *Seen) Has(key string) bool {
+func (s *Seen) Has(key string) bool { return s.has(maphash.String(seed, key), key) }
+
+// Add adds key and reports whether it was new.
+func (s *Seen) Add(key string) bool { return s.add(maphash.String(seed, key), key) }
+
+func (s *Seen) has(h uint64, key string) bool {
 	if s.m != nil {
 		_, ok := s.m[key]
 		return ok
 	}
-	return slices.Contains(s.small[:s.n], key)
+	for i := range s.n {
+		if s.hashes[i] == h && s.keys[i] == key {
+			return true
+		}
+	}
+	return false
 }
 
-// Add adds key and reports whether it was new.
-func (s *Seen) Add(key string) bool {
-	if s.Has(key) {
+func (s *Seen) add(h uint64, key string) bool {
+	if s.has(h, key) {
 		return false
 	}
-	if s.m == nil && s.n < len(s.small) {
-		s.small[s.n] = key
+	if s.m == nil && s.n < len(s.keys) {
+		s.hashes[s.n], s.keys[s.n] = h, key
 		s.n++
 		return true
 	}
 	if s.m == nil {
-		s.m = make(map[string]struct{}, 4*len(s.small))
-		for _, k := range s.small[:s.n] {
+		s.m = make(map[string]struct{}, 4*len(s.keys))
+		for _, k := range s.keys[:s.n] {
 			s.m[k] = struct{}{}
 		}
-		s.small, s.n = [len(s.small)]string{}, 0
+		s.keys, s.n = [len(s.keys)]string{}, 0
 	}
 	s.m[key] = struct{}{}
 	return true
@@ -176,7 +187,7 @@ func (ex *Extractor) AppendLinks(dst []Link, doc *Document, seen *Seen) []Link {
 			if r.s == "" {
 				continue
 			}
-			if seen != nil && seen.Has(r.key) {
+			if seen != nil && seen.has(r.hash, r.key) {
 				continue
 			}
 			noFollow := doc.noFollow || relNoFollow(n)
@@ -188,14 +199,14 @@ func (ex *Extractor) AppendLinks(dst []Link, doc *Document, seen *Seen) []Link {
 			}
 			if !ex.dups {
 				if seen != nil {
-					if !seen.Add(r.key) {
+					if !seen.add(r.hash, r.key) {
 						continue
 					}
-				} else if !local.Add(r.key) {
+				} else if !local.add(r.hash, r.key) {
 					continue
 				}
 			}
-			l := Link{URL: r.s, Fragment: r.frag, NoFollow: noFollow, Tag: n.Data, Attr: a.Key, Node: n, r: r}
+			l := Link{URL: r.s, Fragment: r.fragment(), NoFollow: noFollow, Tag: n.Data, Attr: a.Key, Node: n, r: r}
 			if ex.canonicalize {
 				l.URL = r.key
 			}
@@ -204,7 +215,7 @@ func (ex *Extractor) AppendLinks(dst []Link, doc *Document, seen *Seen) []Link {
 	}
 	if ex.dups && seen != nil {
 		for _, l := range dst[first:] {
-			seen.Add(l.r.key)
+			seen.add(l.r.hash, l.r.key)
 		}
 	}
 	return dst
