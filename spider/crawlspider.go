@@ -12,10 +12,12 @@ import (
 )
 
 // MetaRule is the meta key of a CrawlSpider's requests for rules with a
-// Callback or an Errback: the index, in Rules, of the rule whose link the
-// request follows. Requests are persisted with it (JOBDIR), so keep the
-// order of Rules stable between a crawl and its resumption. Requests of
-// rules that only follow need no index: their callback is FollowRules.
+// Callback or an Errback, when it has several such rules: the index, in
+// Rules, of the rule whose link the request follows. Requests are
+// persisted with it (JOBDIR), so keep the order of Rules stable between a
+// crawl and its resumption. The requests of a spider's only rule with a
+// Callback need no index (ParseRule knows which rule it is), nor do those
+// of rules that only follow (their callback is FollowRules).
 const MetaRule = "rule"
 
 // Rule says which links of a page a CrawlSpider follows and what it does
@@ -167,6 +169,7 @@ func (c *CrawlSpider) FollowRules(ctx context.Context, res *Response, out Output
 		parse   Callback // method values, made once per page
 		follow  Callback
 		errback Errback
+		single  = c.onlyCallbackRule() >= 0
 	)
 	buf := linkBufs.Get().(*[]linkextract.Link)
 	links, used := (*buf)[:0], 0
@@ -203,7 +206,10 @@ func (c *CrawlSpider) FollowRules(ctx context.Context, res *Response, out Output
 		for _, l := range todo {
 			req := &Request{URL: l.ParsedURL(), Depth: depth + 1, Priority: r.Priority}
 			if byIndex {
-				req.Callback, req.Meta = parse, Meta{MetaRule: i}
+				req.Callback = parse
+				if !single {
+					req.Meta = Meta{MetaRule: i}
+				}
 				if r.Errback != nil {
 					req.Errback = errback
 				}
@@ -225,12 +231,33 @@ func (c *CrawlSpider) FollowRules(ctx context.Context, res *Response, out Output
 // or ErrbackRule cannot trace back to a rule.
 var ErrNoRule = errors.New("request has no rule of this spider")
 
-// ruleOf finds the rule of req from its MetaRule.
+// onlyCallbackRule returns the index of the only rule with a Callback or
+// an Errback, or -1 when there are none or several.
+func (c *CrawlSpider) onlyCallbackRule() int {
+	only := -1
+	for i := range c.Rules {
+		if c.Rules[i].Callback != nil || c.Rules[i].Errback != nil {
+			if only >= 0 {
+				return -1
+			}
+			only = i
+		}
+	}
+	return only
+}
+
+// ruleOf finds the rule of req from its MetaRule, or without one, the
+// only rule with a Callback or an Errback.
 func (c *CrawlSpider) ruleOf(req *Request) (int, *Rule, error) {
 	if req == nil {
 		return 0, nil, fmt.Errorf("%w: no request", ErrNoRule)
 	}
 	v := req.Get(MetaRule)
+	if v == nil {
+		if i := c.onlyCallbackRule(); i >= 0 {
+			return i, &c.Rules[i], nil
+		}
+	}
 	i, ok := -1, false
 	switch n := v.(type) {
 	case int:

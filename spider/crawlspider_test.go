@@ -280,3 +280,40 @@ func TestCrawlSpiderFirstRuleWinsEvenWhenDropped(t *testing.T) {
 		t.Errorf("requests %+v", requests(&out))
 	}
 }
+
+// With one rule that has a Callback, its requests carry no rule index:
+// ParseRule and ErrbackRule know the rule.
+func TestCrawlSpiderSingleCallbackRule(t *testing.T) {
+	s := &shop{}
+	s.Rules = []spider.Rule{
+		{Extractor: linkextract.MustNew(linkextract.Options{Allow: []string{"product"}}), Callback: s.ParseProduct, Errback: s.ProductFailed},
+		{Follow: true},
+	}
+	var out spider.Collector
+	if err := s.Parse(context.Background(), htmlResponse(spider.MustRequest("https://shop.example/", nil), shopPage), &out); err != nil {
+		t.Fatal(err)
+	}
+	var products int
+	for _, r := range out.Requests {
+		if r.Meta != nil {
+			t.Errorf("%s has meta %v", r.URL, r.Meta)
+		}
+		cb, eb, err := spider.Callbacks(s, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.URL.Path, "product") {
+			continue
+		}
+		products++
+		if err := cb(context.Background(), htmlResponse(r, "<p>product</p>"), &spider.Collector{}); err != nil {
+			t.Error(err)
+		}
+		if err := eb(context.Background(), r, errors.New("x"), &spider.Collector{}); err != nil {
+			t.Error(err)
+		}
+	}
+	if products != 3 || len(s.parsed) != 3 || len(s.failed) != 3 {
+		t.Errorf("products %d parsed %v failed %v", products, s.parsed, s.failed)
+	}
+}
