@@ -97,7 +97,7 @@ func TestCommands(t *testing.T) {
 		stdout, stderr []string
 	}{
 		{"version", nil, []string{"version"}, 0, []string{"gocrawl 0.1.0"}, nil},
-		{"list", nil, []string{"list"}, 0, []string{"books\nfollow\nquotes\n"}, nil},
+		{"list", nil, []string{"list"}, 0, []string{"books\nbooks_crawl\nbooks_sitemap\nfollow\nquotes\nquotes_html\n"}, nil},
 		{"unknown command", nil, []string{"crawl"}, 2, nil, []string{`unknown command "crawl"`}},
 		{"unknown flag", nil, []string{"run", "follow", "--nope"}, 2, nil, []string{"unknown flag: --nope", "gocrawl run --help"}},
 		{"settings bad name", nil, []string{"settings", "DOWNLOAD_DELEY"}, 2, nil,
@@ -113,7 +113,7 @@ func TestCommands(t *testing.T) {
 			[]string{"GOCRAWL_DOWNLOAD_DELAI: unknown setting DOWNLOAD_DELAI: did you mean DOWNLOAD_DELAY?"}},
 		{"all settings errors at once", []string{"GOCRAWL_NOT_A_SETTING_AT_ALL=1"}, []string{"settings", "--settings", "bad.yaml", "-s", "CONCURENT_REQUESTS=3"}, 2, nil,
 			[]string{"3 settings problems", "bad.yaml:3", "NOT_A_SETTING_AT_ALL", "did you mean CONCURRENT_REQUESTS?"}},
-		{"unknown spider", nil, []string{"run", "nope"}, 2, nil, []string{`unknown spider "nope"; known spiders: books, follow, quotes`}},
+		{"unknown spider", nil, []string{"run", "nope"}, 2, nil, []string{`unknown spider "nope"; known spiders: books, books_crawl, books_sitemap, follow, quotes, quotes_html`}},
 		{"run without spider", nil, []string{"run"}, 2, nil, []string{"run expects one spider name"}},
 		{"follow without start urls", nil, []string{"run", "follow"}, 2, nil, []string{"no start URLs: pass -a start_urls=URL"}},
 		{"follow with bad args", nil, []string{"run", "follow", "-a", "start_urls=ftp://x/", "-a", "max_depth=x"}, 2, nil,

@@ -58,7 +58,7 @@ func Run(t testing.TB, sp spider.Spider, opts Options) Result {
 	})
 	eo := engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}}
 	if opts.Log != nil {
-		eo.Log = zerolog.New(opts.Log)
+		eo.Log = zerolog.New(zerolog.SyncWriter(opts.Log)) // callbacks log from many goroutines
 	}
 	if opts.JobDir != "" {
 		j, err := jobdir.Open(opts.JobDir, sp.Name(), jobdir.Options{})
