@@ -101,7 +101,7 @@ func TestCommands(t *testing.T) {
 		stdout, stderr []string
 	}{
 		{"version", nil, []string{"version"}, 0, []string{"gocrawl 0.1.0"}, nil},
-		{"list", nil, []string{"list"}, 0, []string{"books\nfollow\nquotes\n"}, nil},
+		{"list", nil, []string{"list"}, 0, []string{"books\nbooks_crawl\nbooks_sitemap\nfollow\nquotes\nquotes_html\n"}, nil},
 		{"unknown command", nil, []string{"crawl"}, 2, nil, []string{`unknown command "crawl"`}},
 		{"unknown flag", nil, []string{"run", "follow", "--nope"}, 2, nil, []string{"unknown flag: --nope", "gocrawl run --help"}},
 		{"settings bad name", nil, []string{"settings", "DOWNLOAD_DELEY"}, 2, nil,
@@ -131,7 +131,7 @@ func TestCommands(t *testing.T) {
 			[]string{"feed /proc/gocrawl-test/x.jsonl: cannot"}},
 		{"--version", nil, []string{"--version"}, 0, []string{"gocrawl 0.1.0 ("}, nil},
 		{"unknown root flag", nil, []string{"--nope"}, 2, nil, []string{"unknown flag: --nope (see 'gocrawl --help')"}},
-		{"unknown spider", nil, []string{"run", "nope"}, 2, nil, []string{`unknown spider "nope"; known spiders: books, follow, quotes`}},
+		{"unknown spider", nil, []string{"run", "nope"}, 2, nil, []string{`unknown spider "nope"; known spiders: books, books_crawl, books_sitemap, follow, quotes, quotes_html`}},
 		{"run without spider", nil, []string{"run"}, 2, nil, []string{"run expects one spider name"}},
 		{"follow without start urls", nil, []string{"run", "follow"}, 2, nil, []string{"no start URLs: pass -a start_urls=URL"}},
 		{"follow with bad args", nil, []string{"run", "follow", "-a", "start_urls=ftp://x/", "-a", "max_depth=x"}, 2, nil,
