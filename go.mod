@@ -4,10 +4,14 @@ go 1.26.0
 
 require (
 	github.com/PuerkitoBio/goquery v1.14.0
+	github.com/chromedp/cdproto v0.160.3
+	github.com/chromedp/chromedp v0.23.1
 	github.com/goccy/go-yaml v1.19.2
 	github.com/rs/zerolog v1.35.1
 	golang.org/x/net v0.62.0
 )
+
+require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect

@@ -45,6 +45,9 @@ type Response struct {
 	Flags []string
 	// IP is the remote address the response came from, when known.
 	IP string
+	// Screenshot is a PNG screenshot of a rendered page, when the request
+	// asked for one (RENDER_SCREENSHOT, the render_screenshot meta).
+	Screenshot []byte
 
 	encOnce  sync.Once
 	enc      encoding.Encoding

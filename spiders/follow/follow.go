@@ -12,7 +12,14 @@
 //     subdomains included (default: the hosts of the start URLs);
 //   - follow: CSS selector of the links to follow (default "a[href]");
 //   - max_depth: links followed from a start URL at most (default 0 =
-//     unlimited; 1 = the start pages and the pages they link to).
+//     unlimited; 1 = the start pages and the pages they link to);
+//   - render: true renders every page in headless Chromium before its
+//     links are followed (sets RENDER_JS; see docs/rendering.md), for
+//     sites whose links are built by JavaScript;
+//   - wait_selector: with render, a CSS selector that must appear before
+//     a page is taken (RENDER_WAIT_SELECTOR);
+//   - scroll: with render, scroll to the bottom this many times first
+//     (infinite scroll; the render_scroll meta).
 //
 // The allowed domains are enforced by the spider itself, so the crawl stays
 // inside them with or without an offsite middleware.
@@ -56,6 +63,12 @@ type Spider struct {
 	Follow string
 	// MaxDepth limits how many links deep the crawl goes (0 = no limit).
 	MaxDepth int
+	// Render renders every page in headless Chromium (RENDER_JS).
+	Render bool
+	// WaitSelector is RENDER_WAIT_SELECTOR when Render is set.
+	WaitSelector string
+	// Scroll is the render_scroll meta of every request when Render is set.
+	Scroll int
 
 	sel cascadia.Matcher
 }
@@ -66,7 +79,7 @@ func New() *Spider { return &Spider{Follow: DefaultFollow} }
 // Name returns "follow".
 func (*Spider) Name() string { return "follow" }
 
-var argNames = []string{"allowed_domains", "follow", "max_depth", "start_urls"}
+var argNames = []string{"allowed_domains", "follow", "max_depth", "render", "scroll", "start_urls", "wait_selector"}
 
 // SetArgs reads the spider arguments and checks them; every problem is
 // reported, each saying what to pass instead.
@@ -88,6 +101,22 @@ func (s *Spider) SetArgs(args map[string]string) error {
 				continue
 			}
 			s.MaxDepth = n
+		case "render":
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("render=%q: expected true or false", v))
+				continue
+			}
+			s.Render = b
+		case "wait_selector":
+			s.WaitSelector = strings.TrimSpace(v)
+		case "scroll":
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 0 {
+				errs = append(errs, fmt.Errorf("scroll=%q: expected a whole number >= 0", v))
+				continue
+			}
+			s.Scroll = n
 		default:
 			errs = append(errs, fmt.Errorf("unknown argument %q; follow takes %s", k, strings.Join(argNames, ", ")))
 		}
@@ -108,6 +137,14 @@ func (s *Spider) SetArgs(args map[string]string) error {
 	} else {
 		s.sel = sel
 	}
+	if !s.Render && (s.WaitSelector != "" || s.Scroll > 0) {
+		errs = append(errs, errors.New("wait_selector and scroll need -a render=true"))
+	}
+	if s.WaitSelector != "" {
+		if _, err := cascadia.ParseGroup(s.WaitSelector); err != nil {
+			errs = append(errs, fmt.Errorf("wait_selector=%q is not a valid CSS selector: %v", s.WaitSelector, err))
+		}
+	}
 	for i, d := range s.Domains {
 		d = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(d), "."))
 		if d == "" || strings.ContainsAny(d, "/:") {
@@ -126,6 +163,28 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// Settings turns on rendering (RENDER_JS, RENDER_WAIT_SELECTOR) when the
+// render argument asks for it.
+func (s *Spider) Settings() map[string]any {
+	if !s.Render {
+		return nil
+	}
+	m := map[string]any{"RENDER_JS": true}
+	if s.WaitSelector != "" {
+		m["RENDER_WAIT_SELECTOR"] = s.WaitSelector
+	}
+	return m
+}
+
+// withScroll sets the render_scroll meta of req when the scroll argument
+// asks for it.
+func (s *Spider) withScroll(req *spider.Request) *spider.Request {
+	if req != nil && s.Render && s.Scroll > 0 {
+		req.Set("render_scroll", s.Scroll)
+	}
+	return req
 }
 
 // AllowedDomains returns the domains the crawl may visit: Domains, or the
@@ -165,7 +224,8 @@ func (s *Spider) Start(ctx context.Context) iter.Seq2[*spider.Request, error] {
 			if ctx.Err() != nil {
 				return
 			}
-			if !yield(spider.NewRequest(u, nil)) {
+			req, err := spider.NewRequest(u, nil)
+			if !yield(s.withScroll(req), err) {
 				return
 			}
 		}
@@ -220,7 +280,7 @@ func (s *Spider) Parse(ctx context.Context, res *spider.Response, out spider.Out
 		if !s.allowed(req.URL.Hostname(), domains) {
 			continue
 		}
-		out.Request(req)
+		out.Request(s.withScroll(req))
 	}
 	return nil
 }

@@ -1,0 +1,183 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// tabStartTimeout bounds the creation of a tab in a running browser.
+const tabStartTimeout = 30 * time.Second
+
+// tab is one browser tab, reused page after page. Its DevTools events go
+// to the page being rendered (cur); between renders there is none, and
+// any request the tab still makes is failed.
+type tab struct {
+	id     int
+	r      *Renderer
+	proc   *process
+	gen    int             // generation of proc the target belongs to
+	ctx    context.Context // the tab's chromedp context (nil: no target)
+	cancel context.CancelFunc
+	frame  cdp.FrameID // the main frame (the target id)
+
+	cur     atomic.Pointer[pageRun]
+	crashed atomic.Bool
+}
+
+// prepare makes sure the tab's browser runs and the tab has a live target,
+// restarting the browser when it died or is due for a restart.
+func (t *tab) prepare() error {
+	p := t.proc
+	p.mu.Lock()
+	if p.ctx != nil && p.ctx.Err() != nil && !p.dead {
+		// chromedp ends the browser's context when the process exits.
+		p.dead = true
+		t.r.stats.Inc("render/browser_crashes", 1)
+		t.r.log.Warn().Int("browser", p.id).Int("pid", p.pid).Msg("browser process died; restarting it")
+	}
+	if p.ctx == nil || p.dead || (p.stale && p.busy == 0) {
+		if p.ctx != nil {
+			p.stopLocked()
+			t.r.stats.Inc("render/browser_restarts", 1)
+		}
+		if err := p.startLocked(); err != nil {
+			p.mu.Unlock()
+			return err
+		}
+	}
+	p.busy++
+	gen, bctx := p.gen, p.ctx
+	p.mu.Unlock()
+	if t.ctx != nil && t.gen == gen && !t.crashed.Load() {
+		return nil
+	}
+	t.close()
+	if err := t.open(bctx); err != nil {
+		p.mu.Lock()
+		p.busy--
+		p.mu.Unlock()
+		return err
+	}
+	t.gen = gen
+	return nil
+}
+
+// open creates the tab's target in the browser of bctx, with request
+// interception on.
+func (t *tab) open(bctx context.Context) error {
+	tctx, cancel := chromedp.NewContext(bctx, chromedp.WithListener(t.onEvent))
+	done := make(chan error, 1)
+	go func() {
+		err := chromedp.Do(tctx)
+		if err == nil {
+			_, err = chromedp.Call(tctx, fetch.Enable, fetch.EnableParams{
+				Patterns:           []*fetch.RequestPattern{{URLPattern: "*"}},
+				HandleAuthRequests: new(true),
+			})
+		}
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(tabStartTimeout):
+		err = errors.New("the browser did not open a tab in time")
+	}
+	if err != nil {
+		cancel()
+		return fmt.Errorf("opening a tab: %w", err)
+	}
+	t.ctx, t.cancel = tctx, cancel
+	t.frame = cdp.FrameID(chromedp.FromContext(tctx).Target.TargetID)
+	t.crashed.Store(false)
+	t.r.stats.Inc("render/tabs_opened", 1)
+	return nil
+}
+
+// close closes the tab's target, if any.
+func (t *tab) close() {
+	if t.cancel != nil {
+		t.cancel()
+	}
+	t.ctx, t.cancel = nil, nil
+}
+
+// onEvent receives every event of the tab, in order, on the tab's reading
+// goroutine: it must not block or send commands, so requests are handled
+// on goroutines of their own.
+func (t *tab) onEvent(ev any) {
+	pr := t.cur.Load()
+	switch ev := ev.(type) {
+	case *fetch.EventRequestPaused:
+		go t.paused(pr, ev)
+	case *fetch.EventAuthRequired:
+		go t.auth(pr, ev)
+	case *inspector.EventTargetCrashed:
+		t.crashed.Store(true)
+		if pr != nil {
+			pr.crash()
+		}
+	}
+	if pr == nil {
+		return
+	}
+	switch ev := ev.(type) {
+	case *page.EventLifecycleEvent:
+		if ev.FrameID == t.frame {
+			pr.lifecycle(ev.LoaderID, ev.Name)
+		}
+	case *network.EventResponseReceived:
+		pr.response(ev)
+	case *network.EventLoadingFinished:
+		pr.finished(ev.RequestID, false)
+	case *network.EventLoadingFailed:
+		pr.finished(ev.RequestID, !ev.Canceled)
+	}
+}
+
+// call runs a command on the tab, bounded in time; errors are the caller's
+// to ignore (the request may be gone with its page).
+func (t *tab) fail(id fetch.RequestID, reason network.ErrorReason) {
+	ctx, cancel := context.WithTimeout(t.ctxOrBackground(), probeTimeout)
+	defer cancel()
+	_, _ = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: id, ErrorReason: reason})
+}
+
+func (t *tab) resume(id fetch.RequestID) error {
+	ctx, cancel := context.WithTimeout(t.ctxOrBackground(), probeTimeout)
+	defer cancel()
+	_, err := chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
+	return err
+}
+
+func (t *tab) ctxOrBackground() context.Context {
+	if c := t.ctx; c != nil {
+		return c
+	}
+	return context.Background()
+}
+
+// auth answers a proxy's authentication challenge with the credentials of
+// the page's proxy, and cancels any other challenge (gocrawl sends server
+// credentials itself, never through a browser dialog).
+func (t *tab) auth(pr *pageRun, ev *fetch.EventAuthRequired) {
+	resp := &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseCancelAuth}
+	if pr != nil && ev.AuthChallenge != nil && ev.AuthChallenge.Source == fetch.AuthChallengeSourceProxy && pr.proxyUser != nil {
+		pass, _ := pr.proxyUser.Password()
+		resp = &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials,
+			Username: pr.proxyUser.Username(), Password: pass}
+	}
+	ctx, cancel := context.WithTimeout(t.ctxOrBackground(), probeTimeout)
+	defer cancel()
+	_, _ = chromedp.Call(ctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID, AuthChallengeResponse: resp})
+}
