@@ -129,6 +129,13 @@ func TestCommands(t *testing.T) {
 			[]string{"feed bad.yaml: cannot append: the file is not a JSON array; overwrite it with -O"}},
 		{"output under a file", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-O", "good.yaml/x.csv"}, 2, nil,
 			[]string{"good.yaml is not a directory"}},
+		{"render without a browser", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-a", "render=true",
+			"-s", "RENDER_BROWSER_PATH=/nonexistent/chromium"}, 2, nil,
+			[]string{"no Chromium browser found", "RENDER_BROWSER_PATH", "/nonexistent/chromium"}},
+		{"no browser in PATH", []string{"PATH=/nonexistent"}, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "RENDER_JS=true"}, 2, nil,
+			[]string{"apt-get install chromium", "RENDER_BROWSER_PATH"}},
+		{"bad RENDER_WAIT", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "RENDER_WAIT=idle"}, 2, nil,
+			[]string{`RENDER_WAIT: "idle" is not a wait mode`}},
 		{"bad LOG_LEVEL", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "LOG_LEVEL=LOUD"}, 2, nil,
 			[]string{`LOG_LEVEL "LOUD": use DEBUG, INFO`}},
 	}

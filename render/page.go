@@ -267,7 +267,7 @@ func (t *tab) render(ctx context.Context, req *spider.Request) (res *spider.Resp
 		}
 	}
 	if n := int(scroll); n > 0 {
-		if _, err := p.ScrollToBottom(n, time.Second); err != nil {
+		if _, err := p.ScrollToBottom(n, scrollPause); err != nil {
 			return nil, fail(errkind.DownloadFailed, err)
 		}
 	}
@@ -359,3 +359,7 @@ func metaFloat(req *spider.Request, key string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// scrollPause is how long the render_scroll meta waits, after each scroll,
+// for the page to grow before it concludes the list has ended.
+const scrollPause = 3 * time.Second

@@ -237,7 +237,7 @@ func TestInfiniteScrollSpiderAction(t *testing.T) {
 			return nil
 		}
 		scrolled.Add(1)
-		_, err := p.ScrollToBottom(3, 2*time.Second)
+		_, err := p.ScrollToBottom(3, 3*time.Second)
 		return err
 	})
 	defer sharedActor.set(nil)
