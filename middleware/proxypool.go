@@ -155,37 +155,9 @@ func (m *ProxyPool) WrapFetcher(next Fetcher) Fetcher {
 			// The spider's own proxy, or an answer from the HTTP cache.
 			return next.Fetch(ctx, req)
 		}
-		now := time.Now()
-		sess := session.FromContext(ctx)
-		var px *proxypool.Proxy
-		if sess != nil {
-			if l := sess.Proxy(); l != "" && !m.pool.Resting(l, now) {
-				px = m.pool.Get(l)
-			}
-		}
-		if px == nil {
-			var wait time.Duration
-			px, wait = m.pool.Pick(now, metaStrings(req, MetaProxyTried), m.free(req, now))
-			if px == nil {
-				// Every proxy rests: back to the queue until one is ready.
-				m.stats.Inc("proxy/all_resting", 1)
-				nr := req.Clone()
-				clearCopyMeta(nr)
-				nr.Set(throttling.MetaDelay, wait.Seconds()+0.01)
-				nr.DontFilter = true
-				return nil, &RescheduleError{Requests: []*spider.Request{nr}, Reason: "proxy_pool_resting"}
-			}
-			if sess != nil {
-				sess.SetProxy(px.Label)
-			}
-		}
-		scopes := m.scopes(px, req)
-		var sentAt time.Time
-		if m.thr != nil {
-			var err error
-			if sentAt, err = m.thr.Admit(ctx, scopes); err != nil {
-				return nil, err
-			}
+		px, scopes, sentAt, err := m.acquire(ctx, req)
+		if err != nil || px == nil {
+			return nil, err
 		}
 		req.Set(MetaProxyUsed, px.Label)
 		send := withMeta(req, MetaProxy, px.URL.String())
@@ -225,6 +197,74 @@ func (m *ProxyPool) WrapFetcher(next Fetcher) Fetcher {
 		}
 		return res, err
 	})
+}
+
+// acquire picks the request's proxy (its session's while it works, else
+// the next one in turn that is not resting) and waits for the proxy's
+// throttling scopes. A proxy that starts resting while the request waits
+// for it is given up for another. When every proxy rests, the error is a
+// *RescheduleError that puts the request back in the queue until the
+// first rest ends.
+func (m *ProxyPool) acquire(ctx context.Context, req *spider.Request) (*proxypool.Proxy, throttling.Scopes, time.Time, error) {
+	sess := session.FromContext(ctx)
+	for {
+		now := time.Now()
+		changed := m.pool.Changed()
+		var px *proxypool.Proxy
+		if sess != nil {
+			if l := sess.Proxy(); l != "" && !m.pool.Resting(l, now) {
+				px = m.pool.Get(l)
+			}
+		}
+		if px == nil {
+			var wait time.Duration
+			px, wait = m.pool.Pick(now, metaStrings(req, MetaProxyTried), m.free(req, now))
+			if px == nil {
+				m.stats.Inc("proxy/all_resting", 1)
+				nr := req.Clone()
+				clearCopyMeta(nr)
+				nr.Set(throttling.MetaDelay, wait.Seconds()+0.01)
+				nr.DontFilter = true
+				return nil, nil, time.Time{}, &RescheduleError{Requests: []*spider.Request{nr}, Reason: "proxy_pool_resting"}
+			}
+			if sess != nil {
+				sess.SetProxy(px.Label)
+			}
+		}
+		scopes := m.scopes(px, req)
+		if m.thr == nil {
+			return px, scopes, now, nil
+		}
+		actx, cancel := context.WithCancel(ctx)
+		stop := make(chan struct{})
+		go func(changed <-chan struct{}) {
+			for {
+				select {
+				case <-changed:
+					if m.pool.Resting(px.Label, time.Now()) {
+						cancel()
+						return
+					}
+					changed = m.pool.Changed()
+				case <-stop:
+					return
+				}
+			}
+		}(changed)
+		sentAt, err := m.thr.Admit(actx, scopes)
+		close(stop)
+		cancel()
+		if err == nil {
+			if !m.pool.Resting(px.Label, time.Now()) {
+				return px, scopes, sentAt, nil
+			}
+			// Admitted just as it started resting: give the slot back.
+			m.thr.Done(ctx, req, scopes, sentAt, nil, nil)
+		} else if ctx.Err() != nil {
+			return nil, nil, time.Time{}, err
+		}
+		m.stats.Inc("proxy/repicked", 1)
+	}
 }
 
 // ReasonProxyBanned is the RescheduleError reason of a request retried on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"time"
 
@@ -33,8 +34,10 @@ const sessionSaveEvery = 5 * time.Second
 // SESSION_POOL_SIZE > 0) sends each request as one of SESSION_POOL_SIZE
 // sessions, in turn, or as the session its session meta pins. A session
 // has its own cookie jar (the Cookies middleware uses it instead of the
-// spider's), its headers (SESSION_USER_AGENTS, SESSION_HEADERS; the
-// request's own headers win) and, with ProxyPool, its proxy.
+// spider's), its headers (SESSION_USER_AGENTS, SESSION_HEADERS: they
+// replace USER_AGENT and DEFAULT_REQUEST_HEADERS, while headers the
+// request sets itself win) and, with ProxyPool, its proxy. Redirects and
+// retries of a request keep its session while it lives.
 //
 // A refusal (a PROXY_BAN_CODES status, the spider's BanChecker, or a
 // ProxyPool retry after a refusal) retires the session at once; download
@@ -46,6 +49,7 @@ const sessionSaveEvery = 5 * time.Second
 // session/retired/<reason>, session/restored.
 type Sessions struct {
 	pool     *session.Pool
+	defaults map[string]string // USER_AGENT and DEFAULT_REQUEST_HEADERS, canonical names
 	banCodes map[int]bool
 	ban      BanChecker
 	retries  int
@@ -85,7 +89,16 @@ func newSessions(c *spider.Crawler) (Downloader, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Sessions{pool: pool, banCodes: banCodes(s.Ints("PROXY_BAN_CODES")), retries: s.Int("PROXY_RETRY_TIMES"), stats: st}
+	defaults := map[string]string{}
+	for k, v := range s.Map("DEFAULT_REQUEST_HEADERS") {
+		if str, ok := v.(string); ok {
+			defaults[http.CanonicalHeaderKey(k)] = str
+		}
+	}
+	if ua := s.String("USER_AGENT"); ua != "" {
+		defaults["User-Agent"] = ua
+	}
+	m := &Sessions{pool: pool, defaults: defaults, banCodes: banCodes(s.Ints("PROXY_BAN_CODES")), retries: s.Int("PROXY_RETRY_TIMES"), stats: st}
 	m.ban, _ = c.Spider.(BanChecker)
 	return m, nil
 }
@@ -110,6 +123,9 @@ func (m *Sessions) WrapFetcher(next Fetcher) Fetcher {
 				return nil, err
 			}
 			pinned = true
+		} else if id, _ := req.Get(MetaSessionUsed).(string); id != "" && m.pool.Lookup(id) != nil {
+			// A redirect or retry of a request keeps its session.
+			s = m.pool.Lookup(id)
 		} else {
 			s = m.pool.Pick()
 		}
@@ -118,7 +134,10 @@ func (m *Sessions) WrapFetcher(next Fetcher) Fetcher {
 		if h := s.Headers(); len(h) > 0 {
 			send = shallowWithHeader(req)
 			for k, v := range h {
-				if send.Header.Get(k) == "" {
+				// The request's own headers win; those the DefaultHeaders
+				// and UserAgent middlewares filled in give way.
+				k = http.CanonicalHeaderKey(k)
+				if cur := send.Header.Get(k); cur == "" || cur == m.defaults[k] {
 					send.Header.Set(k, v)
 				}
 			}

@@ -176,6 +176,7 @@ type Pool struct {
 	entries []*entry
 	byLabel map[string]*entry
 	next    int
+	changed chan struct{} // closed and replaced when a proxy starts resting
 }
 
 // New returns a pool of proxies (they must have distinct labels).
@@ -184,7 +185,7 @@ func New(proxies []Proxy, opts Options) *Pool {
 		opts.RestMin = 30 * time.Second
 	}
 	opts.RestMax = max(opts.RestMax, opts.RestMin)
-	p := &Pool{opts: opts, byLabel: map[string]*entry{}}
+	p := &Pool{opts: opts, byLabel: map[string]*entry{}, changed: make(chan struct{})}
 	for _, pr := range proxies {
 		e := &entry{Proxy: pr}
 		p.entries = append(p.entries, e)
@@ -296,7 +297,18 @@ func (p *Pool) Failed(label string, now, sentAt time.Time) time.Duration {
 	}
 	rest = min(rest, p.opts.RestMax)
 	e.restUntil = now.Add(rest)
+	close(p.changed)
+	p.changed = make(chan struct{})
 	return rest
+}
+
+// Changed returns a channel closed when a proxy next starts resting:
+// whoever waits to send through a proxy watches it, so as not to send
+// through one that was refused meanwhile.
+func (p *Pool) Changed() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
 }
 
 // Statuses returns every proxy's state, in PROXY_LIST order.

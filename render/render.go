@@ -317,7 +317,11 @@ func (r *Renderer) Fetch(ctx context.Context, req *spider.Request) (*spider.Resp
 		return nil, ErrClosed
 	}
 	defer func() { r.tabs <- t }()
-	if err := t.prepare(); err != nil {
+	proxy, err := proxyServer(req)
+	if err != nil {
+		return nil, &downloader.Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: err}
+	}
+	if err := t.prepare(proxy); err != nil {
 		return nil, &downloader.Error{Kind: BrowserUnavailable, URL: req.URL.Redacted(), Err: err}
 	}
 	res, err := t.render(ctx, req)
@@ -378,6 +382,21 @@ func (r *Renderer) Close() error {
 		}
 	})
 	return nil
+}
+
+// proxyServer is the browser's form of the request's proxy meta
+// (scheme://host:port, credentials left out: they are given when the proxy
+// asks), "" without one.
+func proxyServer(req *spider.Request) (string, error) {
+	p, _ := req.Get(downloader.MetaProxy).(string)
+	if p == "" {
+		return "", nil
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Host == "" {
+		return "", errors.New("invalid proxy meta (want http://[user:pass@]host:port)")
+	}
+	return u.Scheme + "://" + u.Host, nil
 }
 
 // hostOf is the host key of a URL string ("" when it does not parse).

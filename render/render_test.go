@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/errkind"
+	"github.com/gocrawl/gocrawl/internal/testproxy"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
@@ -476,5 +478,44 @@ func TestWanted(t *testing.T) {
 		if got := Wanted(tc.req, tc.all, tc.scopes, nil); got != tc.want {
 			t.Errorf("%s: Wanted = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestRenderThroughProxy(t *testing.T) {
+	var direct atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Test-Proxy") == "" {
+			direct.Add(1)
+		}
+		if r.URL.Path == "/data" {
+			fmt.Fprint(w, `"from the proxy"`)
+			return
+		}
+		writePage(w, `<p id="out"></p><script>fetch("/data").then(r => r.json()).then(v => { document.getElementById("out").textContent = v })</script>`)
+	}))
+	defer srv.Close()
+	px, err := testproxy.Start(&testproxy.Proxy{Name: "p", User: "crawler", Pass: "pw-123"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	res, err := render1(t, srv.URL+"/page", map[string]any{"proxy": px.URL(), MetaWaitSelector: "#out:not(:empty)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.Body), "from the proxy") {
+		t.Errorf("body:\n%s", res.Body)
+	}
+	if direct.Load() != 0 {
+		t.Errorf("%d requests of the rendered page bypassed the proxy", direct.Load())
+	}
+	var got []string
+	for _, e := range px.Log() {
+		if e.Status == http.StatusOK {
+			got = append(got, strings.TrimPrefix(e.Target, srv.URL))
+		}
+	}
+	if !slices.Contains(got, "/page") || !slices.Contains(got, "/data") {
+		t.Errorf("the proxy carried %v, want the page and its fetch", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -29,14 +30,16 @@ type tab struct {
 	ctx    context.Context // the tab's chromedp context (nil: no target)
 	cancel context.CancelFunc
 	frame  cdp.FrameID // the main frame (the target id)
+	proxy  string      // the proxy of the tab's browser context ("" none)
 
 	cur     atomic.Pointer[pageRun]
 	crashed atomic.Bool
 }
 
-// prepare makes sure the tab's browser runs and the tab has a live target,
+// prepare makes sure the tab's browser runs and the tab has a live target
+// whose traffic goes through proxy (scheme://host:port, "" for none),
 // restarting the browser when it died or is due for a restart.
-func (t *tab) prepare() error {
+func (t *tab) prepare(proxy string) error {
 	p := t.proc
 	p.mu.Lock()
 	if p.ctx != nil && p.ctx.Err() != nil && !p.dead {
@@ -58,11 +61,11 @@ func (t *tab) prepare() error {
 	p.busy++
 	gen, bctx := p.gen, p.ctx
 	p.mu.Unlock()
-	if t.ctx != nil && t.gen == gen && !t.crashed.Load() {
+	if t.ctx != nil && t.gen == gen && !t.crashed.Load() && t.proxy == proxy {
 		return nil
 	}
 	t.close()
-	if err := t.open(bctx); err != nil {
+	if err := t.open(bctx, proxy); err != nil {
 		p.mu.Lock()
 		p.busy--
 		p.mu.Unlock()
@@ -73,9 +76,19 @@ func (t *tab) prepare() error {
 }
 
 // open creates the tab's target in the browser of bctx, with request
-// interception on.
-func (t *tab) open(bctx context.Context) error {
-	tctx, cancel := chromedp.NewContext(bctx, chromedp.WithListener(t.onEvent))
+// interception on. With a proxy the tab gets a browser context of its own
+// (separate cookies and cache) whose every request, loopback ones
+// included, goes through the proxy; the proxy's credentials are given
+// when it asks (auth).
+func (t *tab) open(bctx context.Context, proxy string) error {
+	opts := []chromedp.ContextOption{chromedp.WithListener(t.onEvent)}
+	if proxy != "" {
+		opts = append(opts, chromedp.WithNewBrowserContext(func(p *target.CreateBrowserContextParams) {
+			p.ProxyServer = proxy
+			p.ProxyBypassList = "<-loopback>"
+		}))
+	}
+	tctx, cancel := chromedp.NewContext(bctx, opts...)
 	done := make(chan error, 1)
 	go func() {
 		err := chromedp.Do(tctx)
@@ -97,7 +110,7 @@ func (t *tab) open(bctx context.Context) error {
 		cancel()
 		return fmt.Errorf("opening a tab: %w", err)
 	}
-	t.ctx, t.cancel = tctx, cancel
+	t.ctx, t.cancel, t.proxy = tctx, cancel, proxy
 	t.frame = cdp.FrameID(chromedp.FromContext(tctx).Target.TargetID)
 	t.crashed.Store(false)
 	t.r.stats.Inc("render/tabs_opened", 1)

@@ -102,6 +102,13 @@ func (p *Pool) Pick() *Session {
 	return p.live[id]
 }
 
+// Lookup returns the live session named id, or nil (unknown or retired).
+func (p *Pool) Lookup(id string) *Session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.live[id]
+}
+
 // Get returns the session named id, making a pinned one when it does not
 // exist yet. A pinned session that was retired gives ErrRetired: a request
 // pinned to an identity must not silently change identity.
