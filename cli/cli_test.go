@@ -136,6 +136,8 @@ func TestCommands(t *testing.T) {
 			[]string{"apt-get install chromium", "RENDER_BROWSER_PATH"}},
 		{"bad RENDER_WAIT", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "RENDER_WAIT=idle"}, 2, nil,
 			[]string{`RENDER_WAIT: "idle" is not a wait mode`}},
+		{"bad PROXY_LIST", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", `PROXY_LIST=["http://u:s3cret@nohost"]`}, 2, nil,
+			[]string{"PROXY_LIST[0]: http://u:xxxxx@nohost: want http://[user:pass@]host:port"}},
 		{"bad LOG_LEVEL", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "LOG_LEVEL=LOUD"}, 2, nil,
 			[]string{`LOG_LEVEL "LOUD": use DEBUG, INFO`}},
 	}

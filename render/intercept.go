@@ -26,8 +26,8 @@ func knownType(t string) bool { return slices.Contains(resourceTypes, t) }
 //   - non-HTTP(S) requests (data:, blob:) never reach the network: they go on;
 //   - RENDER_BLOCK_RESOURCE_TYPES (images, fonts, media by default) are
 //     failed as blocked by the client;
-//   - with RENDER_THIRD_PARTY: block, requests to other hosts than the
-//     page's are failed;
+//   - with RENDER_THIRD_PARTY: block (or the render_third_party meta),
+//     requests to other hosts than the page's are failed;
 //   - every other request (subresources, iframes, XHR, redirects followed
 //     by the browser) waits for throttling admission of its own scopes,
 //     exactly like a request of the crawl (the page's host scope for its
@@ -83,7 +83,7 @@ func (t *tab) paused(pr *pageRun, ev *fetch.EventRequestPaused) {
 		return
 	}
 	third := host != pr.host
-	if third && t.r.opts.BlockThirdParty {
+	if third && pr.block3rd {
 		st.Inc("render/subresources/blocked/third_party", 1)
 		t.fail(ev.RequestID, network.ErrorReasonBlockedByClient)
 		return

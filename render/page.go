@@ -44,6 +44,7 @@ type pageRun struct {
 	ctx       context.Context // ends with the render: pending admissions give up
 	report    func(res *spider.Response, err error)
 	proxyUser *url.Userinfo
+	block3rd  bool // fail requests to other hosts (RENDER_THIRD_PARTY: block)
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced when an event arrives
@@ -199,11 +200,24 @@ func (t *tab) render(ctx context.Context, req *spider.Request) (res *spider.Resp
 		shot = v
 	}
 	scroll, _ := metaFloat(req, MetaScroll)
+	block3rd := o.BlockThirdParty
+	if v, ok := req.Get(MetaThirdParty).(string); ok && v != "" {
+		switch strings.ToLower(v) {
+		case "block":
+			block3rd = true
+		case "throttle":
+			block3rd = false
+		default:
+			return nil, &downloader.Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(),
+				Err: fmt.Errorf("meta %s: %q is not a policy (want throttle or block)", MetaThirdParty, v)}
+		}
+	}
 
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	report, _ := ctx.Value(reportKey{}).(func(*spider.Response, error))
 	pr := newPageRun(t, rctx, req, report)
+	pr.block3rd = block3rd
 	if p, ok := req.Get(downloader.MetaProxy).(string); ok && p != "" {
 		if pu, err := url.Parse(p); err == nil {
 			pr.proxyUser = pu.User

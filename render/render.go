@@ -34,6 +34,8 @@ const (
 	MetaTimeout = "render_timeout"
 	// MetaScreenshot (bool) overrides RENDER_SCREENSHOT.
 	MetaScreenshot = "render_screenshot"
+	// MetaThirdParty ("throttle" or "block") overrides RENDER_THIRD_PARTY.
+	MetaThirdParty = "render_third_party"
 	// MetaScroll (int) scrolls to the bottom of the page this many times
 	// after it is ready, waiting each time for the page to grow (infinite
 	// scroll), before the DOM is taken.

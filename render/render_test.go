@@ -519,3 +519,41 @@ func TestRenderThroughProxy(t *testing.T) {
 		t.Errorf("the proxy carried %v, want the page and its fetch", got)
 	}
 }
+
+func TestThirdPartySubresources(t *testing.T) {
+	var cdnHits atomic.Int32
+	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cdnHits.Add(1)
+		w.Header().Set("Content-Type", "application/javascript")
+		fmt.Fprint(w, `document.body.dataset.cdn = "loaded"`)
+	}))
+	defer cdn.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writePage(w, `<script src="`+cdn.URL+`/lib.js"></script>`)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		policy string
+		hits   int32
+	}{{"throttle", 1}, {"block", 0}} {
+		t.Run(tc.policy, func(t *testing.T) {
+			cdnHits.Store(0)
+			third := shared.stats.Get("render/subresources/third_party")
+			blocked := shared.stats.Get("render/subresources/blocked/third_party")
+			res, err := render1(t, srv.URL, map[string]any{MetaThirdParty: tc.policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			loaded := strings.Contains(string(res.Body), `data-cdn="loaded"`)
+			if cdnHits.Load() != tc.hits || loaded != (tc.hits == 1) {
+				t.Errorf("the other host got %d requests (script ran: %v), want %d", cdnHits.Load(), loaded, tc.hits)
+			}
+			if tc.hits == 1 && shared.stats.Get("render/subresources/third_party") != third+1 {
+				t.Error("render/subresources/third_party did not count the other host's script")
+			}
+			if tc.hits == 0 && shared.stats.Get("render/subresources/blocked/third_party") != blocked+1 {
+				t.Error("render/subresources/blocked/third_party did not count the blocked script")
+			}
+		})
+	}
+}

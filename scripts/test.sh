@@ -4,6 +4,9 @@
 #
 #   ./scripts/test.sh
 #
+# It installs Chromium (the distribution's chromium package) when no
+# browser is found, for the rendering tests.
+#
 # Tests talk only to 127.0.0.1 (httptest servers, the simulated site); they
 # need no internet beyond the Go module proxy for the first download of
 # dependencies.
@@ -16,12 +19,35 @@ if ! command -v go >/dev/null 2>&1; then
 	exit 1
 fi
 
-# --- Services needed by the tests -------------------------------------------
-# Nothing yet. Services are installed and started here, so that CI (.ci/run)
-# and a fresh developer machine get them the same way; for example Redis,
-# for the distributed crawl tests of a later issue:
-#   command -v redis-server >/dev/null || { apt-get update && apt-get install -y redis-server; }
-#   redis-server --daemonize yes --port 6379 --bind 127.0.0.1
+# --- Services and programs needed by the tests -------------------------------
+# Installed and started here, so that CI (.ci/run) and a fresh developer
+# machine get them the same way.
+#
+# Chromium, for the rendering tests (package render): the distribution's
+# package, installed when no browser is found (as root, or with sudo).
+# RENDER_BROWSER_PATH points gocrawl at another binary.
+have_browser() {
+	command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
+		command -v google-chrome >/dev/null 2>&1 || command -v google-chrome-stable >/dev/null 2>&1
+}
+if ! have_browser; then
+	echo "== installing chromium (needed by the rendering tests)"
+	sudo=""
+	if [ "$(id -u)" != 0 ]; then
+		if command -v sudo >/dev/null 2>&1; then
+			sudo="sudo"
+		else
+			echo "scripts/test.sh: chromium is missing; install it as root (apt-get install chromium)" >&2
+			exit 1
+		fi
+	fi
+	if ! command -v apt-get >/dev/null 2>&1; then
+		echo "scripts/test.sh: chromium is missing and there is no apt-get; install Chromium with your package manager" >&2
+		exit 1
+	fi
+	$sudo apt-get update
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y chromium
+fi
 # -----------------------------------------------------------------------------
 
 go mod download
