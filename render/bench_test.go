@@ -25,7 +25,9 @@ import (
 // its peak while rendering (sampled every 50 ms), and the peak with this
 // Go process's own RSS added. Run it with
 //
-//	go test ./render -run '^$' -bench Render -benchtime 200x
+//	go test ./render -run '^$' -bench Render -benchtime 100x
+//
+// BENCH_ARGS adds browser flags (space-separated), to compare them.
 func BenchmarkRender(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writePage(w, `<h1>Simple page</h1><p>Some text.</p><ul id="l"></ul><script>

@@ -122,7 +122,7 @@ func TestCrawlRenderedSite(t *testing.T) {
 	}
 	site.peak.Store(0)
 	urls, st := crawl(t, site, true, "RENDER_BROWSER_ARGS", []any{"--js-flags=--max-old-space-size=32"},
-		"RENDER_WAIT", "networkidle")
+		"RENDER_WAIT", "networkidle", "ROBOTSTXT_OBEY", true)
 	if want := []string{"/", "/a", "/b", "/c", "/d"}; !slices.Equal(urls, want) {
 		t.Errorf("rendered crawl found %v, want %v", urls, want)
 	}
@@ -138,7 +138,8 @@ func TestCrawlRenderedSite(t *testing.T) {
 	if p := site.peak.Load(); p > 1 {
 		t.Errorf("the server saw %d requests at once; CONCURRENT_REQUESTS_PER_DOMAIN is 1", p)
 	}
-	if st["render/requests"] != 6 {
-		t.Errorf("render/requests = %v, want 6 pages", st["render/requests"])
+	// robots.txt is fetched over plain HTTP, never rendered.
+	if st["render/requests"] != 6 || st["downloader/response_status_count/404"] != 1 {
+		t.Errorf("render/requests = %v, want 6 pages (robots.txt, a 404, not rendered); stats %v", st["render/requests"], st)
 	}
 }

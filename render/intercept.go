@@ -1,7 +1,9 @@
 package render
 
 import (
+	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
@@ -16,6 +18,22 @@ var resourceTypes = []string{"Document", "Stylesheet", "Image", "Media", "Font",
 	"CSPViolationReport", "Preflight", "FedCM", "Other"}
 
 func knownType(t string) bool { return slices.Contains(resourceTypes, t) }
+
+// sameURL reports whether a and b name the same document: fragments
+// ignored, an empty path and "/" alike (the browser normalises them).
+func sameURL(a, b *url.URL) bool {
+	norm := func(u *url.URL) string {
+		c := *u
+		c.Fragment, c.RawFragment = "", ""
+		if c.Path == "" {
+			c.Path = "/"
+		}
+		c.Host = strings.ToLower(spider.HostKey(u))
+		c.Scheme = strings.ToLower(c.Scheme)
+		return c.String()
+	}
+	return norm(a) == norm(b)
+}
 
 // paused decides about one request the page makes, paused by the Fetch
 // domain before it leaves the browser. The policy:
@@ -48,7 +66,8 @@ func (t *tab) paused(pr *pageRun, ev *fetch.EventRequestPaused) {
 	if netID == "" {
 		netID = network.RequestID(ev.RequestID)
 	}
-	if ev.ResourceType == network.ResourceTypeDocument && ev.FrameID == t.frame && ev.RedirectedRequestID == "" {
+	if ev.ResourceType == network.ResourceTypeDocument && ev.FrameID == t.frame && ev.RedirectedRequestID == "" &&
+		sameURL(u, pr.req.URL) {
 		pr.mu.Lock()
 		first := !pr.claimed
 		pr.claimed = true

@@ -340,9 +340,9 @@ func (r *Renderer) finish(t *tab, err error) {
 		dead = true
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.busy--
 	p.pages++
+	pid, pages := p.pid, p.pages
 	if dead && !p.dead {
 		p.dead = true
 		r.stats.Inc("render/browser_crashes", 1)
@@ -352,19 +352,23 @@ func (r *Renderer) finish(t *tab, err error) {
 		p.stale = true
 		r.log.Debug().Int("browser", p.id).Int("pages", p.pages).Msg("browser reached RENDER_BROWSER_MAX_PAGES; restarting it when idle")
 	}
-	if p.pid > 0 && (p.pages%8 == 1 || r.opts.MaxMemory > 0) {
-		rss := RSS(p.pid)
-		for {
-			old := r.peakRSS.Load()
-			if rss <= old || r.peakRSS.CompareAndSwap(old, rss) {
-				break
-			}
-		}
-		r.stats.Max("render/browser_rss_peak_bytes", float64(rss))
-		if r.opts.MaxMemory > 0 && rss > r.opts.MaxMemory && !p.stale {
+	p.mu.Unlock()
+	// Memory: after every page when RENDER_BROWSER_MAX_MEMORY is set (it
+	// reads /proc, a few milliseconds), else every 8th for the stats.
+	if pid <= 0 || (r.opts.MaxMemory <= 0 && pages%8 != 1) {
+		return
+	}
+	rss := RSS(pid)
+	for old := r.peakRSS.Load(); rss > old && !r.peakRSS.CompareAndSwap(old, rss); old = r.peakRSS.Load() {
+	}
+	r.stats.Max("render/browser_rss_peak_bytes", float64(rss))
+	if r.opts.MaxMemory > 0 && rss > r.opts.MaxMemory {
+		p.mu.Lock()
+		if p.pid == pid && !p.stale {
 			p.stale = true
 			r.log.Info().Int("browser", p.id).Int64("rss_mib", rss>>20).Msg("browser uses more than RENDER_BROWSER_MAX_MEMORY; restarting it when idle")
 		}
+		p.mu.Unlock()
 	}
 }
 
