@@ -211,3 +211,52 @@ func TestAllProxiesRestingSendsNothingDirect(t *testing.T) {
 		t.Errorf("proxy/all_resting = %v after %v; retries should have waited for the rests", st["proxy/all_resting"], time.Since(start))
 	}
 }
+
+// Sessions and proxies together: a session keeps its proxy while the proxy
+// works (the site sees each visitor from one proxy), and a session whose
+// proxy is refused is retired with it.
+func TestSessionsKeepTheirProxy(t *testing.T) {
+	var mu sync.Mutex
+	via := map[string]map[string]bool{} // visitor -> proxies it came through
+	next := 0
+	s := newSite(t, 30, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path == "/robots.txt" {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		id := ""
+		if c, err := r.Cookie("visitor"); err == nil {
+			id = c.Value
+		} else {
+			next++
+			id = fmt.Sprint("v", next)
+			http.SetCookie(w, &http.Cookie{Name: "visitor", Value: id, Path: "/"})
+		}
+		if via[id] == nil {
+			via[id] = map[string]bool{}
+		}
+		via[id][r.Header.Get("X-Test-Proxy")] = true
+		return false
+	})
+	banned := start(t, &testproxy.Proxy{Name: "banned", BanStatus: http.StatusForbidden})
+	a := start(t, &testproxy.Proxy{Name: "a"})
+	b := start(t, &testproxy.Proxy{Name: "b"})
+	n, st, _ := crawl(t, s, map[string]any{
+		"PROXY_LIST": []any{banned.URL(), a.URL(), b.URL()}, "PROXY_REST_MIN": 600,
+		"SESSION_POOL_SIZE": 2, "CONCURRENT_REQUESTS": 1, "ROBOTSTXT_OBEY": false,
+	})
+	if n != 30 || s.direct.Load() != 0 {
+		t.Errorf("%d of 30 pages, %d direct requests", n, s.direct.Load())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, ps := range via {
+		if len(ps) != 1 {
+			t.Errorf("visitor %s came through %d proxies %v; a session keeps its proxy", id, len(ps), ps)
+		}
+	}
+	if st["session/retired/banned"] < 1 {
+		t.Errorf("session/retired/banned = %v; the session refused through the banned proxy was not retired", st["session/retired/banned"])
+	}
+}
