@@ -169,6 +169,17 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 		if err != nil {
 			return nil, err
 		}
+		// A rescheduled copy may ask to wait first (throttling_delay: a
+		// redirect's Retry-After, every proxy of the pool resting).
+		if d := throttling.TakeRequestDelay(req); d > 0 {
+			t := e.clock.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C():
+			}
+		}
 		for !isOffline(req) {
 			w := e.starts.Wait(e.clock.Now())
 			if w == 0 {

@@ -223,7 +223,7 @@ func (m *ProxyPool) acquire(ctx context.Context, req *spider.Request) (*proxypoo
 				m.stats.Inc("proxy/all_resting", 1)
 				nr := req.Clone()
 				clearCopyMeta(nr)
-				nr.Set(throttling.MetaDelay, wait.Seconds()+0.01)
+				throttling.SetRequestDelay(nr, wait+10*time.Millisecond) // a new delay, applied once
 				nr.DontFilter = true
 				return nil, nil, time.Time{}, &RescheduleError{Requests: []*spider.Request{nr}, Reason: "proxy_pool_resting"}
 			}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
@@ -44,6 +45,9 @@ func FindBrowser(path string) (string, error) {
 		"(Debian/Ubuntu: apt-get install chromium) or set RENDER_BROWSER_PATH to a Chromium or Chrome binary "+
 		"(searched in PATH: %s)", ErrNoBrowser, strings.Join(browserNames[:4], ", "))
 }
+
+// browserStartTimeout bounds the start of a browser process.
+const browserStartTimeout = time.Minute
 
 // process is one browser process and the tabs it hosts. gen counts its
 // restarts: a tab whose target belongs to an older generation is recreated.
@@ -116,6 +120,8 @@ func (p *process) startLocked() error {
 	case err = <-started:
 	case <-p.r.closed:
 		err = errors.New("renderer closed")
+	case <-time.After(browserStartTimeout):
+		err = fmt.Errorf("the browser did not answer within %v", browserStartTimeout)
 	}
 	if err != nil {
 		bcancel()

@@ -158,8 +158,9 @@ func (t *tab) onEvent(ev any) {
 	}
 }
 
-// call runs a command on the tab, bounded in time; errors are the caller's
-// to ignore (the request may be gone with its page).
+// fail fails a paused request, and resume lets it go on; both are bounded
+// in time, and fail's errors are ignored (the request may be gone with its
+// page).
 func (t *tab) fail(id fetch.RequestID, reason network.ErrorReason) {
 	ctx, cancel := context.WithTimeout(t.ctxOrBackground(), probeTimeout)
 	defer cancel()
