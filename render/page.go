@@ -225,7 +225,7 @@ func (t *tab) render(ctx context.Context, req *spider.Request) (res *spider.Resp
 	}
 	t.cur.Store(pr)
 	// A chromedp context for the tab's commands, with the render's deadline.
-	cctx, ccancel := context.WithTimeout(t.ctx, timeout)
+	cctx, ccancel := context.WithTimeout(t.context(), timeout)
 	stopOnCancel := context.AfterFunc(ctx, ccancel)
 	defer func() {
 		stopOnCancel()
@@ -336,10 +336,11 @@ func (t *tab) render(ctx context.Context, req *spider.Request) (res *spider.Resp
 // swap the tab's renderer process twice per page, which costs more CPU
 // than the render itself.
 func (t *tab) reset() {
-	if t.ctx == nil || t.crashed.Load() {
+	tctx := t.context()
+	if tctx == nil || t.crashed.Load() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(tctx, 5*time.Second)
 	defer cancel()
 	if _, err := chromedp.Call(ctx, page.StopLoading, cdp.Empty{}); err != nil {
 		// A tab that cannot even stop is replaced.

@@ -233,7 +233,7 @@ type Renderer struct {
 	stats  *stats.Collector
 	log    zerolog.Logger
 	procs  []*process
-	tabs   chan *tab
+	tabs   *tabPool
 	closed chan struct{}
 	once   sync.Once
 
@@ -265,12 +265,12 @@ func New(opts Options) (*Renderer, error) {
 		opts.Stats = stats.New()
 	}
 	r := &Renderer{opts: opts, bin: bin, stats: opts.Stats, log: opts.Log,
-		tabs: make(chan *tab, opts.Tabs), closed: make(chan struct{})}
+		tabs: newTabPool(), closed: make(chan struct{})}
 	for i := range opts.Processes {
 		r.procs = append(r.procs, &process{id: i, r: r})
 	}
 	for i := range opts.Tabs {
-		r.tabs <- &tab{id: i, proc: r.procs[i%opts.Processes], r: r}
+		r.tabs.put(&tab{id: i, proc: r.procs[i%opts.Processes], r: r})
 	}
 	return r, nil
 }
@@ -310,19 +310,15 @@ func (r *Renderer) PeakRSS() int64 { return r.peakRSS.Load() }
 // *downloader.Error values: DownloadTimeoutError, DownloadFailedError,
 // RendererCrashedError or BrowserUnavailableError.
 func (r *Renderer) Fetch(ctx context.Context, req *spider.Request) (*spider.Response, error) {
-	var t *tab
-	select {
-	case t = <-r.tabs:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-r.closed:
-		return nil, ErrClosed
-	}
-	defer func() { r.tabs <- t }()
 	proxy, err := proxyServer(req)
 	if err != nil {
 		return nil, &downloader.Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: err}
 	}
+	t, err := r.tabs.get(ctx, proxy, r.closed)
+	if err != nil {
+		return nil, err
+	}
+	defer r.tabs.put(t)
 	if err := t.prepare(proxy); err != nil {
 		return nil, &downloader.Error{Kind: BrowserUnavailable, URL: req.URL.Redacted(), Err: err}
 	}
@@ -377,8 +373,7 @@ func (r *Renderer) Close() error {
 	r.once.Do(func() {
 		close(r.closed)
 		// Wait for the tabs in use to come back, then end everything.
-		for range r.opts.Tabs {
-			t := <-r.tabs
+		for _, t := range r.tabs.drain(r.opts.Tabs) {
 			t.close()
 		}
 		for _, p := range r.procs {

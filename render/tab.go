@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,11 +24,15 @@ const tabStartTimeout = 30 * time.Second
 // to the page being rendered (cur); between renders there is none, and
 // any request the tab still makes is failed.
 type tab struct {
-	id     int
-	r      *Renderer
-	proc   *process
-	gen    int             // generation of proc the target belongs to
-	ctx    context.Context // the tab's chromedp context (nil: no target)
+	id   int
+	r    *Renderer
+	proc *process
+	gen  int // generation of proc the target belongs to
+
+	// ctx is the tab's chromedp context (nil: no target). The holder of
+	// the tab sets it; event handlers read it, hence the lock.
+	mu     sync.Mutex
+	ctx    context.Context
 	cancel context.CancelFunc
 	frame  cdp.FrameID // the main frame (the target id)
 	proxy  string      // the proxy of the tab's browser context ("" none)
@@ -61,7 +66,7 @@ func (t *tab) prepare(proxy string) error {
 	p.busy++
 	gen, bctx := p.gen, p.ctx
 	p.mu.Unlock()
-	if t.ctx != nil && t.gen == gen && !t.crashed.Load() && t.proxy == proxy {
+	if t.context() != nil && t.gen == gen && !t.crashed.Load() && t.proxy == proxy {
 		return nil
 	}
 	t.close()
@@ -110,7 +115,10 @@ func (t *tab) open(bctx context.Context, proxy string) error {
 		cancel()
 		return fmt.Errorf("opening a tab: %w", err)
 	}
-	t.ctx, t.cancel, t.proxy = tctx, cancel, proxy
+	t.mu.Lock()
+	t.ctx, t.cancel = tctx, cancel
+	t.mu.Unlock()
+	t.proxy = proxy
 	t.frame = cdp.FrameID(chromedp.FromContext(tctx).Target.TargetID)
 	t.crashed.Store(false)
 	t.r.stats.Inc("render/tabs_opened", 1)
@@ -119,10 +127,20 @@ func (t *tab) open(bctx context.Context, proxy string) error {
 
 // close closes the tab's target, if any.
 func (t *tab) close() {
-	if t.cancel != nil {
-		t.cancel()
-	}
+	t.mu.Lock()
+	cancel := t.cancel
 	t.ctx, t.cancel = nil, nil
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// context returns the tab's chromedp context, nil when it has no target.
+func (t *tab) context() context.Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ctx
 }
 
 // onEvent receives every event of the tab, in order, on the tab's reading
@@ -175,7 +193,7 @@ func (t *tab) resume(id fetch.RequestID) error {
 }
 
 func (t *tab) ctxOrBackground() context.Context {
-	if c := t.ctx; c != nil {
+	if c := t.context(); c != nil {
 		return c
 	}
 	return context.Background()
