@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -124,6 +125,7 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 	} else {
 		e.stats.Inc("downloader/request_method_count/"+m, 1)
 	}
+	began := e.clock.Now()
 	res, err := e.send(ctx, req, scopes, r)
 	now := e.clock.Now()
 	// Cut short by Abort, or by the caller of Download giving up: not the
@@ -149,6 +151,11 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 			e.stats.Inc("downloader/exception_type_count/"+kind, 1)
 		}
 		return nil, err
+	}
+	if ev := e.log.Debug(); ev.Enabled() {
+		ev.Int("status", res.Status).Str("method", req.GetMethod()).Str("url", req.URL.Redacted()).
+			Str("referer", refererOf(req)).Int("bytes", len(res.Body)).Stringer("latency", now.Sub(began).Round(time.Microsecond)).
+			Str("scope", strings.Join(scopes.Names(), " + ")).Msg("response")
 	}
 	e.cResponses.Add(1)
 	e.stats.Inc(statusKey(res.Status), 1)
@@ -243,6 +250,14 @@ func (g offlineThrottler) Scopes(ctx context.Context, req *spider.Request) (thro
 		return nil, nil
 	}
 	return g.Throttler.Scopes(ctx, req)
+}
+
+// refererOf is the Referer header req was sent with, "-" without one.
+func refererOf(req *spider.Request) string {
+	if r := req.Header.Get("Referer"); r != "" {
+		return r
+	}
+	return "-"
 }
 
 func isOffline(req *spider.Request) bool {

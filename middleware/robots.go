@@ -276,7 +276,7 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 			return
 		}
 		m.stat("robotstxt/unreachable")
-		log.Warn().Err(err).Dur("retry_in", m.errorTTL).Msg("robots.txt unreachable; disallowing the origin until it can be fetched (RFC 9309)")
+		log.Warn().Err(err).Stringer("retry_in", m.errorTTL).Msg("robots.txt unreachable; disallowing the origin until it can be fetched (RFC 9309)")
 		e.unreach, e.expires = true, now.Add(m.errorTTL)
 		return
 	}
@@ -284,7 +284,7 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 	switch {
 	case res.Status >= 500 || res.Status == 429:
 		m.stat("robotstxt/unreachable")
-		log.Warn().Int("status", res.Status).Dur("retry_in", m.errorTTL).Msg("robots.txt unreachable; disallowing the origin until it can be fetched (RFC 9309)")
+		log.Warn().Int("status", res.Status).Stringer("retry_in", m.errorTTL).Msg("robots.txt unreachable; disallowing the origin until it can be fetched (RFC 9309)")
 		e.unreach, e.expires = true, now.Add(m.errorTTL)
 		return
 	case res.Status < 200 || res.Status >= 300:

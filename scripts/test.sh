@@ -4,9 +4,6 @@
 #
 #   ./scripts/test.sh
 #
-# It installs Chromium (the distribution's chromium package) when no
-# browser is found, for the rendering tests.
-#
 # Tests talk only to 127.0.0.1 (httptest servers, the simulated site); they
 # need no internet beyond the Go module proxy for the first download of
 # dependencies.
@@ -19,34 +16,32 @@ if ! command -v go >/dev/null 2>&1; then
 	exit 1
 fi
 
-# --- Services and programs needed by the tests -------------------------------
-# Installed and started here, so that CI (.ci/run) and a fresh developer
-# machine get them the same way.
-#
-# Chromium, for the rendering tests (package render): the distribution's
-# package, installed when no browser is found (as root, or with sudo).
-# RENDER_BROWSER_PATH points gocrawl at another binary.
-have_browser() {
-	command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
-		command -v google-chrome >/dev/null 2>&1 || command -v google-chrome-stable >/dev/null 2>&1
+# --- Services and tools needed by the tests ---------------------------------
+# Installed here, so that CI (.ci/run) and a fresh developer machine get them
+# the same way.
+
+# as_root runs a command as root: directly, or through sudo.
+as_root() {
+	if [ "$(id -u)" = 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo "$@"
+	else
+		echo "scripts/test.sh: need root (or sudo) to run: $*" >&2
+		return 1
+	fi
 }
-if ! have_browser; then
-	echo "== installing chromium (needed by the rendering tests)"
-	sudo=""
-	if [ "$(id -u)" != 0 ]; then
-		if command -v sudo >/dev/null 2>&1; then
-			sudo="sudo"
-		else
-			echo "scripts/test.sh: chromium is missing; install it as root (apt-get install chromium)" >&2
-			exit 1
-		fi
-	fi
-	if ! command -v apt-get >/dev/null 2>&1; then
-		echo "scripts/test.sh: chromium is missing and there is no apt-get; install Chromium with your package manager" >&2
-		exit 1
-	fi
-	$sudo apt-get update
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y chromium
+
+# Headless Chromium renders pages in the rendering tests (package render,
+# which also looks for google-chrome-stable; RENDER_BROWSER_PATH points
+# gocrawl at another binary) and the HTML crawl report in the report tests
+# (internal/browsertest finds it as chromium, chromium-browser or
+# google-chrome, or at $CHROMIUM). Debian and Ubuntu package it as chromium.
+if [ -z "${CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 &&
+	! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
+	echo "== installing chromium (for the rendering and report tests)"
+	as_root apt-get update
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
 fi
 # -----------------------------------------------------------------------------
 
@@ -55,7 +50,7 @@ echo "== go vet ./..."
 go vet ./...
 # The rendering tests (package render) keep Chromium busy on every core; run
 # beside the other packages they would slow down the tests that compare
-# durations (scheduler, throttling), so they run on their own, last.
+# durations, so they run on their own, last.
 echo "== go test -race -count=1 -timeout 15m (every package but render)"
 go test -race -count=1 -timeout 15m $(go list ./... | grep -v '/render$')
 echo "== go test -race -count=1 -timeout 10m ./render"

@@ -1,7 +1,7 @@
 // Command gocrawl runs the spiders that come with gocrawl (the built-in
 // follow spider and the quotes and books examples) and the project
-// commands: run, list, settings, jobs, new, version, plus demo and sim,
-// which only this binary has. Your own program gets the same command line
+// commands: run, list, settings, jobs, report, fetch, view, parse, shell,
+// new, genspider, version, plus demo and sim, which only this binary has. Your own program gets the same command line
 // for its spiders with cli.Main.
 package main
 
