@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocrawl/gocrawl/errkind"
@@ -29,10 +30,12 @@ import (
 type runKey struct{}
 
 // run is one download of a job: reported is set once its outcome has been
-// reported to the throttler, which frees its scopes.
+// reported to the throttler, which frees its scopes. A rendered page may
+// report early, from the renderer's goroutine (render.WithReport), hence
+// the atomic.
 type run struct {
 	job      *scheduler.Job
-	reported bool
+	reported atomic.Bool
 }
 
 // process is one job's life after the scheduler hands it out: admission
@@ -54,7 +57,7 @@ func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 	}
 
 	res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(dctx, runKey{}, r), job.SentAt), job.Req)
-	if !r.reported {
+	if r.reported.CompareAndSwap(false, true) {
 		// A middleware answered without downloading (cache) or dropped
 		// the request: free the scopes without feedback.
 		e.thr.Done(dctx, job.Req, job.Scopes, job.SentAt, nil, nil)
@@ -123,13 +126,12 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 		e.stats.Inc("downloader/request_method_count/"+m, 1)
 	}
 	began := e.clock.Now()
-	res, err := e.dl.Fetch(ctx, req)
+	res, err := e.send(ctx, req, scopes, r)
 	now := e.clock.Now()
 	// Cut short by Abort, or by the caller of Download giving up: not the
 	// server's doing, so no backoff feedback and no download error.
 	aborted := err != nil && (e.abortCtx.Err() != nil || ctx.Err() != nil)
-	if r != nil && !r.reported {
-		r.reported = true
+	if r != nil && r.reported.CompareAndSwap(false, true) {
 		if aborted {
 			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
 		} else {
@@ -174,6 +176,17 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 		if err != nil {
 			return nil, err
 		}
+		// A rescheduled copy may ask to wait first (throttling_delay: a
+		// redirect's Retry-After, every proxy of the pool resting).
+		if d := throttling.TakeRequestDelay(req); d > 0 {
+			t := e.clock.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C():
+			}
+		}
 		for !isOffline(req) {
 			w := e.starts.Wait(e.clock.Now())
 			if w == 0 {
@@ -199,7 +212,7 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 		}
 		r := &run{job: &scheduler.Job{Req: req, Scopes: scopes, Admitted: true, SentAt: sentAt}}
 		res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(ctx, runKey{}, r), sentAt), req)
-		if !r.reported {
+		if r.reported.CompareAndSwap(false, true) {
 			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
 		}
 		var resched *middleware.RescheduleError

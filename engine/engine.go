@@ -131,6 +131,7 @@ type Engine struct {
 	pipes     []pipeline.Named
 	observers []Observer
 	starts    *throttling.StartLimiter
+	rd        *renderers                        // headless Chromium (handlers.go)
 	startReqs iter.Seq2[*spider.Request, error] // Options.StartRequests
 	dropSeen  sync.Map                          // drop reasons already logged at INFO
 
@@ -210,6 +211,9 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	if err := e.restoreJob(); err != nil {
 		return nil, err
 	}
+	if err := e.initRender(); err != nil {
+		return nil, err
+	}
 	e.starts = throttling.NewStartLimiter(s.Float("MAX_STARTS_PER_SECOND"), s.Int("MAX_STARTS_BURST"), opts.Clock.Now())
 
 	e.crawler = &spider.Crawler{Spider: sp, Settings: s, Stats: e.stats, Log: opts.Log, Throttler: thr, Download: e.Download}
@@ -219,27 +223,32 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	// in which case the request gets no throttling scopes.
 	e.fetch, err = middleware.NewDownloaderChain(e.crawler, middleware.FetcherFunc(e.fetchAndReport))
 	if err != nil {
+		e.rd.close()
 		return nil, err
 	}
 	e.gate = offlineThrottler{Throttler: thr, chain: e.fetch}
 	storage, err := e.jobStorage()
 	if err != nil {
 		_ = e.fetch.Close()
+		e.rd.close()
 		return nil, err
 	}
 	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Throttler: e.gate, Stats: e.stats, Log: opts.Log, Clock: opts.Clock, Storage: storage})
 	if err != nil {
 		_ = e.fetch.Close()
+		e.rd.close()
 		return nil, err
 	}
 	e.handle, _, err = middleware.BuildSpider(e.crawler, middleware.HandlerFunc(e.callback))
 	if err != nil {
 		_ = e.fetch.Close()
+		e.rd.close()
 		return nil, err
 	}
 	pipes, err := pipeline.Build(e.crawler)
 	if err != nil {
 		_ = e.fetch.Close()
+		e.rd.close()
 		return nil, err
 	}
 	e.pipes = append(pipes, opts.Pipelines...)
@@ -338,6 +347,7 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 		errs = append(errs, err)
 	}
 	e.dl.Close()
+	e.rd.close()
 	if c, ok := e.sp.(spider.Closer); ok {
 		if err := c.Close(ctx, reason); err != nil {
 			errs = append(errs, fmt.Errorf("closing spider: %w", err))

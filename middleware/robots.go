@@ -260,7 +260,9 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 	defer close(e.ready)
 	u := *from.URL
 	u.Path, u.RawPath, u.RawQuery, u.Fragment, u.User = "/robots.txt", "", "", "", nil
-	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObeyRobotsTxt: true}, DontFilter: true}
+	// robots.txt is never rendered, whatever RENDER_JS says (the meta key
+	// of package render).
+	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObeyRobotsTxt: true, "render": false}, DontFilter: true}
 	m.stat("robotstxt/request_count")
 	res, err := m.fetchFunc(throttling.WithoutSlot(ctx), req)
 	now := m.now()

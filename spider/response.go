@@ -44,10 +44,14 @@ type Response struct {
 	// Protocol is the HTTP protocol, e.g. "HTTP/1.1" or "HTTP/2.0".
 	Protocol string
 	// Flags mark special responses: "cached" (from the HTTP cache),
-	// "truncated" (allowed data loss).
+	// "truncated" (allowed data loss), "rendered" (the DOM of a page
+	// rendered in headless Chromium, package render).
 	Flags []string
 	// IP is the remote address the response came from, when known.
 	IP string
+	// Screenshot is a PNG screenshot of a rendered page, when the request
+	// asked for one (RENDER_SCREENSHOT, the render_screenshot meta).
+	Screenshot []byte
 
 	encOnce  sync.Once
 	enc      encoding.Encoding

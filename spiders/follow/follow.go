@@ -19,7 +19,14 @@
 //     must not match, to be followed (use | for alternatives);
 //   - deny_extensions: comma-separated file extensions not to follow
 //     (default: Scrapy's list of binary files, linkextract.
-//     DefaultDenyExtensions; empty follows everything).
+//     DefaultDenyExtensions; empty follows everything);
+//   - render: true renders every page in headless Chromium before its
+//     links are followed (sets RENDER_JS; see docs/rendering.md), for
+//     sites whose links are built by JavaScript;
+//   - wait_selector: with render, a CSS selector that must appear before
+//     a page is taken (RENDER_WAIT_SELECTOR);
+//   - scroll: with render, scroll to the bottom this many times first
+//     (infinite scroll; the render_scroll meta).
 //
 // The allowed domains are enforced by the spider itself, so the crawl stays
 // inside them with or without an offsite middleware.
@@ -29,6 +36,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"regexp"
 	"slices"
@@ -69,6 +77,12 @@ type Spider struct {
 	// DenyExtensions are the extensions not followed; nil means
 	// linkextract.DefaultDenyExtensions.
 	DenyExtensions []string
+	// Render renders every page in headless Chromium (RENDER_JS).
+	Render bool
+	// WaitSelector is RENDER_WAIT_SELECTOR when Render is set.
+	WaitSelector string
+	// Scroll is the render_scroll meta of every request when Render is set.
+	Scroll int
 }
 
 // New returns a follow spider with the default selector.
@@ -77,7 +91,7 @@ func New() *Spider { return &Spider{Follow: DefaultFollow} }
 // Name returns "follow".
 func (*Spider) Name() string { return "follow" }
 
-var argNames = []string{"allow", "allowed_domains", "deny", "deny_extensions", "follow", "max_depth", "start_urls"}
+var argNames = []string{"allow", "allowed_domains", "deny", "deny_extensions", "follow", "max_depth", "render", "scroll", "start_urls", "wait_selector"}
 
 // SetArgs reads the spider arguments, checks them and builds the rule;
 // every problem is reported, each saying what to pass instead.
@@ -105,6 +119,22 @@ func (s *Spider) SetArgs(args map[string]string) error {
 				continue
 			}
 			s.MaxDepth = n
+		case "render":
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("render=%q: expected true or false", v))
+				continue
+			}
+			s.Render = b
+		case "wait_selector":
+			s.WaitSelector = strings.TrimSpace(v)
+		case "scroll":
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 0 {
+				errs = append(errs, fmt.Errorf("scroll=%q: expected a whole number >= 0", v))
+				continue
+			}
+			s.Scroll = n
 		default:
 			errs = append(errs, fmt.Errorf("unknown argument %q; follow takes %s", k, strings.Join(argNames, ", ")))
 		}
@@ -130,6 +160,14 @@ func (s *Spider) SetArgs(args map[string]string) error {
 	if s.Follow != "" {
 		if _, err := cascadia.ParseGroup(s.Follow); err != nil {
 			errs = append(errs, fmt.Errorf("follow=%q is not a valid CSS selector: %v", s.Follow, err))
+		}
+	}
+	if !s.Render && (s.WaitSelector != "" || s.Scroll > 0) {
+		errs = append(errs, errors.New("wait_selector and scroll need -a render=true"))
+	}
+	if s.WaitSelector != "" {
+		if _, err := cascadia.ParseGroup(s.WaitSelector); err != nil {
+			errs = append(errs, fmt.Errorf("wait_selector=%q is not a valid CSS selector: %v", s.WaitSelector, err))
 		}
 	}
 	for name, re := range map[string]string{"allow": s.Allow, "deny": s.Deny} {
@@ -165,8 +203,48 @@ func (s *Spider) buildRule() error {
 		return fmt.Errorf("follow: %w", err)
 	}
 	s.StartCallback = s.ParsePage
-	s.Rules = []spider.Rule{{Extractor: ex, Callback: s.ParsePage, Follow: true, MaxDepth: s.MaxDepth}}
+	rule := spider.Rule{Extractor: ex, Callback: s.ParsePage, Follow: true, MaxDepth: s.MaxDepth}
+	if s.Render && s.Scroll > 0 {
+		rule.ProcessRequest = func(req *spider.Request, _ linkextract.Link, _ *spider.Response) *spider.Request {
+			return s.withScroll(req)
+		}
+	}
+	s.Rules = []spider.Rule{rule}
 	return nil
+}
+
+// Settings turns on rendering (RENDER_JS, RENDER_WAIT_SELECTOR) when the
+// render argument asks for it.
+func (s *Spider) Settings() map[string]any {
+	if !s.Render {
+		return nil
+	}
+	m := map[string]any{"RENDER_JS": true}
+	if s.WaitSelector != "" {
+		m["RENDER_WAIT_SELECTOR"] = s.WaitSelector
+	}
+	return m
+}
+
+// withScroll sets the render_scroll meta of req when the scroll argument
+// asks for it.
+func (s *Spider) withScroll(req *spider.Request) *spider.Request {
+	if req != nil && s.Render && s.Scroll > 0 {
+		req.Set("render_scroll", s.Scroll)
+	}
+	return req
+}
+
+// Start yields a request for each start URL (with the render_scroll meta
+// when the scroll argument asks for it); invalid ones are errors.
+func (s *Spider) Start(ctx context.Context) iter.Seq2[*spider.Request, error] {
+	return func(yield func(*spider.Request, error) bool) {
+		for req, err := range s.CrawlSpider.Start(ctx) {
+			if !yield(s.withScroll(req), err) {
+				return
+			}
+		}
+	}
 }
 
 func splitList(v string) []string {
