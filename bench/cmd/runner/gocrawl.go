@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/bench/scenario"
 	"github.com/gocrawl/gocrawl/engine"
+	"github.com/gocrawl/gocrawl/jobdir"
 	"github.com/gocrawl/gocrawl/metrics"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
@@ -45,16 +46,6 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 			return res, err
 		}
 	}
-	if v.JobDir {
-		dir, err := os.MkdirTemp("", "gocrawl-bench-jobdir-")
-		if err != nil {
-			return res, err
-		}
-		defer os.RemoveAll(dir)
-		if err := set.Set("JOBDIR", dir, settings.SourceCommandLine, "bench"); err != nil {
-			return res, err
-		}
-	}
 	mon, err := metrics.NewMonitor(set, metrics.MonitorOptions{})
 	if err != nil {
 		return res, err
@@ -67,7 +58,23 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 		}
 		sp = f
 	}
-	eng, err := engine.New(sp, set, engine.Options{Observers: []engine.Observer{mon.Recorder(), countResponses{counter}}})
+	opts := engine.Options{Observers: []engine.Observer{mon.Recorder(), countResponses{counter}}}
+	if v.JobDir {
+		// As `gocrawl run -s JOBDIR=...` does: the caller opens the job
+		// directory and hands it to the engine.
+		dir, err := os.MkdirTemp("", "gocrawl-bench-jobdir-")
+		if err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
+		job, err := jobdir.Open(dir, sp.Name(), jobdir.Options{})
+		if err != nil {
+			return res, err
+		}
+		defer job.Close()
+		opts.Job = job
+	}
+	eng, err := engine.New(sp, set, opts)
 	if err != nil {
 		return res, err
 	}

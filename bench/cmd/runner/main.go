@@ -43,6 +43,8 @@ func main() {
 	rssEvery := flag.Int64("rss-every", 0, "record the resident set size every N responses (0: never)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the crawl to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the crawl to this file")
+	heapProfile := flag.String("heapprofile", "", "write a heap profile (memory in use) to this file when -heapprofile-at responses are reached")
+	heapAt := flag.Int64("heapprofile-at", 100000, "responses after which -heapprofile is written")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -58,9 +60,13 @@ func main() {
 	if *memProfile != "" {
 		runtime.MemProfileRate = 64 << 10
 	}
-	err := run(*name, *variant, *urlsJSON, *rssEvery)
+	counter := newProgress(*rssEvery)
+	if *heapProfile != "" {
+		counter.heapAt, counter.heapFile = *heapAt, *heapProfile
+	}
+	err := run(*name, *variant, *urlsJSON, counter)
 	if err == nil && *memProfile != "" {
-		err = writeHeapProfile(*memProfile)
+		err = writeProfile("allocs", *memProfile)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "runner:", err)
@@ -69,19 +75,19 @@ func main() {
 	}
 }
 
-func writeHeapProfile(path string) error {
+func writeProfile(name, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
 }
 
-func run(name, variant, urlsJSON string, rssEvery int64) error {
+func run(name, variant, urlsJSON string, counter *progress) error {
 	sc, err := scenario.Find(name)
 	if err != nil {
 		return err
@@ -105,7 +111,6 @@ func run(name, variant, urlsJSON string, rssEvery int64) error {
 	slices.Sort(starts)
 	ctx := context.Background()
 	t0 := time.Now()
-	counter := newProgress(rssEvery)
 	var res Result
 	switch v.Crawler {
 	case "gocrawl":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -30,12 +31,22 @@ type progress struct {
 
 	mu     sync.Mutex
 	points []RSSPoint
+
+	// heapAt, heapFile: write a heap profile to heapFile when the count
+	// passes heapAt (a diagnostic of the memory curve).
+	heapAt   int64
+	heapFile string
 }
 
 func newProgress(every int64) *progress { return &progress{every: every, start: time.Now()} }
 
 func (p *progress) add(d int64) {
 	n := p.n.Add(d)
+	if p.heapAt > 0 && n >= p.heapAt && n-d < p.heapAt {
+		if err := writeProfile("heap", p.heapFile); err != nil {
+			fmt.Fprintln(os.Stderr, "runner: -heapprofile:", err)
+		}
+	}
 	if p.every <= 0 || n/p.every == (n-d)/p.every {
 		return
 	}
