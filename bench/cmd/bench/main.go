@@ -1,7 +1,9 @@
-// Command bench runs the benchmark scenarios of issue 7 with gocrawl and
-// Colly, each crawler in its own process (bench/cmd/runner) against a site
-// served by another process (bench/cmd/site), then prints one table with
-// the gocrawl/colly ratios and writes every number as CSV.
+// Command bench runs the benchmark scenarios of issue 7 with gocrawl,
+// Colly and a bare fetch loop, each crawler in its own process
+// (bench/cmd/runner) against a site served by another process
+// (bench/cmd/site), then prints one table with the ratios (gocrawl/bare,
+// gocrawl/colly, JOBDIR/memory) and writes every number as CSV; the
+// memory curves of S1M go to a second CSV (-rss.csv).
 //
 //	go build -o bin/ ./cmd/... && bin/bench -bin bin -csv results.csv
 //
