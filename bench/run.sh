@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Runs the gocrawl vs Colly benchmark (issue 7, scenarios S1-S4) and prints
-# one table with the gocrawl/colly ratios; every number also goes to CSV.
+# one table with the ratios (gocrawl/colly; in S1 also against "bare", a
+# net/http fetch loop with a regexp link scan, and JOBDIR against memory);
+# every number also goes to CSV.
 #
-#   bench/run.sh                       # all scenarios, CSV in bench/results/
+#   bench/run.sh                       # S1-S4, CSV in bench/results/
 #   bench/run.sh -scenarios S1,S4      # a subset
-#   bench/run.sh -repeat 5             # S1 runs 5 times per crawler (median kept)
+#   bench/run.sh -repeat 5             # S1 runs 5 rounds of every crawler (median kept)
+#   bench/run.sh -scenarios S1M        # 1,000,000 pages, RSS every 100,000 (curve in *-rss.csv)
+#   bench/run.sh -scenarios S1 -variants bare,gocrawl-follow   # some variants only
 #   BENCH_REF=HEAD bench/run.sh        # build a clean export of a commit, not the working tree
 #
 # Each crawler runs in its own process (bench/cmd/runner) against a site

@@ -12,10 +12,17 @@ import (
 
 // BenchmarkFingerprint measures computing one request's fingerprint.
 func BenchmarkFingerprint(b *testing.B) {
-	r := spider.MustRequest("https://Example.com:443/catalogue/page-2.html?b=2&a=1#top", nil)
-	b.ReportAllocs()
-	for range b.N {
-		dupefilter.Of(r)
+	for _, tt := range []struct{ name, url string }{
+		{"query", "https://Example.com:443/catalogue/page-2.html?b=2&a=1#top"},
+		{"plain", "http://localhost:41234/page/12345"}, // a crawl's usual link
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			r := spider.MustRequest(tt.url, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				dupefilter.Of(r)
+			}
+		})
 	}
 }
 

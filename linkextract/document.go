@@ -29,6 +29,15 @@ type Document struct {
 	prefix, baseDir string
 	canon           bool
 	bhost           string
+	// title is the text of the first <title>, trimmed.
+	title     string
+	titleSeen bool
+	// flat: built by ScanDocument from body, elements have no subtree;
+	// tree is body parsed, for the extractors that need it.
+	flat     bool
+	body     []byte
+	treeOnce sync.Once
+	tree     *Document
 
 	// elems are the element nodes in document order.
 	elems []elem
@@ -133,19 +142,10 @@ func NewDocument(root *html.Node, pageURL *url.URL) *Document {
 			i := int32(len(d.elems))
 			d.elems = append(d.elems, elem{n: n, end: i + 1, off: attrs})
 			attrs += int32(len(n.Attr))
-			switch n.DataAtom {
-			case atom.Base:
-				if !baseSeen {
-					if href, ok := attr(n, "href"); ok {
-						baseSeen = true
-						d.setBase(href)
-					}
-				}
-			case atom.Meta:
-				if name, _ := attr(n, "name"); strings.EqualFold(strings.TrimSpace(name), "robots") {
-					content, _ := attr(n, "content")
-					d.noFollow = d.noFollow || robotsNoFollow(content)
-				}
+			d.noteHead(n, &baseSeen)
+			if n.DataAtom == atom.Title && !d.titleSeen {
+				d.titleSeen = true
+				d.title = strings.TrimSpace(nodeText(n))
 			}
 			if n.FirstChild != nil {
 				open = append(open, i)
@@ -174,6 +174,25 @@ func NewDocument(root *html.Node, pageURL *url.URL) *Document {
 	d.prepareFast()
 	d.refs = make([]*ref, attrs)
 	return d
+}
+
+// noteHead applies what an element says about the whole document: the
+// first <base href> and <meta name="robots">.
+func (d *Document) noteHead(n *html.Node, baseSeen *bool) {
+	switch n.DataAtom {
+	case atom.Base:
+		if !*baseSeen {
+			if href, ok := attr(n, "href"); ok {
+				*baseSeen = true
+				d.setBase(href)
+			}
+		}
+	case atom.Meta:
+		if name, _ := attr(n, "name"); strings.EqualFold(strings.TrimSpace(name), "robots") {
+			content, _ := attr(n, "content")
+			d.noFollow = d.noFollow || robotsNoFollow(content)
+		}
+	}
 }
 
 // setBase applies a <base href>: relative to the page, http(s) only.
@@ -304,6 +323,14 @@ func (d *Document) Base() *url.URL { return d.base }
 // NoFollow reports whether the document's <meta name="robots"> says
 // "nofollow" (or "none"): every link of it is then marked NoFollow.
 func (d *Document) NoFollow() bool { return d.noFollow }
+
+// Title returns the text of the document's first <title> element, white
+// space trimmed ("" when it has none).
+func (d *Document) Title() string { return d.title }
+
+// Flat reports whether d was built by ScanDocument (elements without
+// their subtrees) rather than from a parsed tree.
+func (d *Document) Flat() bool { return d.flat }
 
 // Len returns the number of elements of the document.
 func (d *Document) Len() int { return len(d.elems) }

@@ -146,6 +146,9 @@ func (ex *Extractor) Links(doc *Document) []Link { return ex.AppendLinks(nil, do
 // it: share one Seen between the extractors of a page so that the first
 // one to keep a link wins it, as the rules of a spider.CrawlSpider do.
 func (ex *Extractor) AppendLinks(dst []Link, doc *Document, seen *Seen) []Link {
+	if doc != nil && doc.flat && ex.NeedsTree() {
+		doc = doc.treeDoc()
+	}
 	if doc == nil || len(doc.elems) == 0 {
 		return dst
 	}

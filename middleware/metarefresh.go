@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strconv"
@@ -135,21 +136,67 @@ func parseRefresh(v string) (time.Duration, string, bool) {
 }
 
 // containsFold reports whether b contains the ASCII string sub (lower
-// case), ignoring ASCII case, without allocating.
+// case, not empty), ignoring ASCII case, without allocating. Candidates
+// are found with bytes.IndexByte on sub's first byte in both cases (a
+// vectorised scan), so a page without the string costs little more than
+// two passes over its bytes.
 func containsFold(b []byte, sub string) bool {
 	n := len(sub)
-outer:
-	for i := 0; i+n <= len(b); i++ {
-		for j := 0; j < n; j++ {
-			c := b[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != sub[j] {
-				continue outer
-			}
-		}
+	if n == 0 {
 		return true
 	}
+	lo, up := sub[0], sub[0]
+	if 'a' <= lo && lo <= 'z' {
+		up = lo - ('a' - 'A')
+	}
+	nextLo, nextUp := -1, -1 // next position of each case at or after i, -2 when none is left
+	for i := 0; i+n <= len(b); {
+		if nextLo != -2 && nextLo < i {
+			if k := bytes.IndexByte(b[i:], lo); k >= 0 {
+				nextLo = i + k
+			} else {
+				nextLo = -2
+			}
+		}
+		if up != lo && nextUp != -2 && nextUp < i {
+			if k := bytes.IndexByte(b[i:], up); k >= 0 {
+				nextUp = i + k
+			} else {
+				nextUp = -2
+			}
+		}
+		switch {
+		case nextLo == -2 && (up == lo || nextUp == -2):
+			return false
+		case nextLo == -2:
+			i = nextUp
+		case up == lo || nextUp == -2:
+			i = nextLo
+		default:
+			i = min(nextLo, nextUp)
+		}
+		if i+n > len(b) {
+			return false
+		}
+		if equalFoldASCII(b[i+1:i+n], sub[1:]) {
+			return true
+		}
+		i++
+	}
 	return false
+}
+
+// equalFoldASCII reports whether b equals the lower-case ASCII s, ignoring
+// ASCII case.
+func equalFoldASCII(b []byte, s string) bool {
+	for j := range len(s) {
+		c := b[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[j] {
+			return false
+		}
+	}
+	return true
 }

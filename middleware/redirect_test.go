@@ -373,6 +373,13 @@ func TestContainsFold(t *testing.T) {
 		{"xx refresh", "refresh", true},
 		{"refres", "refresh", false},
 		{"", "a", false},
+		{"hhttp-equiv", "http-equiv", true},
+		{"Http-equi", "http-equiv", false},
+		{"hHtTp-EqUiV", "http-equiv", true},
+		{"-http-equiv", "-", true},
+		{"123", "3", true},
+		{"HHHHr", "hr", true},
+		{"abc", "", true},
 	} {
 		if got := containsFold([]byte(tt.b), tt.sub); got != tt.want {
 			t.Errorf("containsFold(%q, %q) = %v", tt.b, tt.sub, got)

@@ -153,7 +153,13 @@ func (c *CrawlSpider) FollowRules(ctx context.Context, res *Response, out Output
 	if len(c.Rules) == 0 {
 		return nil
 	}
-	doc, err := res.LinkDocument()
+	var doc *linkextract.Document
+	var err error
+	if c.needsTree() {
+		doc, err = res.LinkDocument()
+	} else {
+		doc, err = res.scanDocument()
+	}
 	if err != nil {
 		if errors.Is(err, ErrNotHTML) {
 			return nil
@@ -225,6 +231,21 @@ func (c *CrawlSpider) FollowRules(ctx context.Context, res *Response, out Output
 		}
 	}
 	return nil
+}
+
+// needsTree reports whether the rules need the page's parsed tree: an
+// extractor restricted to a CSS region or to link texts, or a
+// ProcessLinks or ProcessRequest hook (it gets links whose Node it may
+// walk). Without, the links come from a streaming scan of the page
+// (linkextract.ScanDocument): the same links, without building a tree.
+func (c *CrawlSpider) needsTree() bool {
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		if r.ProcessLinks != nil || r.ProcessRequest != nil || (r.Extractor != nil && r.Extractor.NeedsTree()) {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrNoRule is the kind of error for a response or failure that ParseRule

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/PuerkitoBio/goquery"
@@ -66,6 +67,12 @@ type Response struct {
 	baseURL  *url.URL
 	ldocOnce sync.Once
 	ldoc     *linkextract.Document
+	// parsed is set once Doc has parsed the body; sdoc is the scan of the
+	// body (linkextract.ScanDocument) when links were needed before that.
+	parsed   atomic.Bool
+	sdocOnce sync.Once
+	sdoc     *linkextract.Document
+	sdocErr  error
 }
 
 // encoding determines (once) the body's character encoding.
@@ -157,6 +164,7 @@ func (r *Response) Doc() (*goquery.Document, error) {
 		}
 		doc.Url = r.URL
 		r.doc = doc
+		r.parsed.Store(true)
 	})
 	return r.doc, r.docErr
 }
@@ -179,6 +187,62 @@ func (r *Response) LinkDocument() (*linkextract.Document, error) {
 		r.ldoc = linkextract.NewDocument(root, r.URL)
 	})
 	return r.ldoc, nil
+}
+
+// scanDocument returns a Document for link extraction without parsing the
+// page into a tree when it can: the tree's (LinkDocument) once Doc has
+// parsed the page, else a streaming scan of the body
+// (linkextract.ScanDocument), computed once. Bodies that need decoding
+// (see plainText) go through Doc. Its error is Doc's.
+func (r *Response) scanDocument() (*linkextract.Document, error) {
+	if r.parsed.Load() {
+		return r.LinkDocument()
+	}
+	r.sdocOnce.Do(func() {
+		if !r.IsHTML() {
+			_, r.sdocErr = r.Doc()
+			return
+		}
+		if !r.plainText() {
+			r.sdoc, r.sdocErr = r.LinkDocument()
+			return
+		}
+		r.sdoc = linkextract.ScanDocument(bytes.TrimPrefix(r.Body, utf8BOM), r.URL)
+	})
+	return r.sdoc, r.sdocErr
+}
+
+// plainText reports whether the body reads the same in UTF-8 as in its
+// encoding: valid UTF-8 in UTF-8, or plain ASCII in windows-1252 (what a
+// page that declares no charset gets).
+func (r *Response) plainText() bool {
+	switch enc, name := r.encoding(); {
+	case name == "utf-8" || enc == nil:
+		return utf8.Valid(r.Body)
+	case name == "windows-1252":
+		for _, c := range r.Body {
+			if c >= utf8.RuneSelf {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// Title returns the text of the page's first <title>, white space trimmed
+// ("" when it has none). It reads the parsed tree when Doc was called
+// before; otherwise it reads the page with the tokenizer, without building
+// a tree, in the same pass that a CrawlSpider's rules use for links (so a
+// callback that needs only the title and the links never pays for a
+// parse). It returns Doc's error (wrapping ErrNotHTML) for a response that
+// is not HTML.
+func (r *Response) Title() (string, error) {
+	d, err := r.scanDocument()
+	if err != nil {
+		return "", err
+	}
+	return d.Title(), nil
 }
 
 // ExtractLinks returns the links ex keeps in this response, in document

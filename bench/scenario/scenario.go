@@ -25,13 +25,17 @@ type Scenario struct {
 	Concurrency int
 	// Variants are the crawler configurations run against the site.
 	Variants []Variant
+	// RSSEvery, when not 0, makes the runner record its resident set size
+	// every RSSEvery responses (the memory curve of a long crawl).
+	RSSEvery int
 }
 
 // Variant is one crawler configuration.
 type Variant struct {
 	// Name labels the variant in the table ("gocrawl", "colly", ...).
 	Name string
-	// Crawler is "gocrawl" or "colly".
+	// Crawler is "gocrawl", "colly" or "bare" (a net/http fetch loop with
+	// a regexp link scan: the ceiling the others are measured against).
 	Crawler string
 	// Settings are the gocrawl settings over its defaults.
 	Settings map[string]any
@@ -41,6 +45,9 @@ type Variant struct {
 	// a[href] on every page, the work colly's OnHTML does), "follow" for
 	// the built-in follow spider (a CrawlSpider rule, and an item per page).
 	Spider string
+	// JobDir runs gocrawl with a JOBDIR (a fresh temporary folder), so the
+	// queue, the seen set and the stats live in Pebble.
+	JobDir bool
 }
 
 // Hosts returns the host names of s's site.
@@ -92,9 +99,23 @@ func All() []Scenario {
 				Pages: simsite.PagesConfig{Count: 20000, Graph: simsite.GraphTree, Fanout: 10, Size: 4096}}}},
 			Concurrency: 64,
 			Variants: []Variant{
+				{Name: "bare", Crawler: "bare"},
 				{Name: "gocrawl", Crawler: "gocrawl", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 				{Name: "gocrawl-follow", Crawler: "gocrawl", Spider: "follow", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+				{Name: "gocrawl-follow-jobdir", Crawler: "gocrawl", Spider: "follow", JobDir: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 				{Name: "colly", Crawler: "colly"},
+			},
+		},
+		{
+			Name:  "S1M",
+			About: "memory curve: 1,000,000 pages, one host, no limits, concurrency 64; RSS every 100,000 pages",
+			Site: simsite.Config{Hosts: []simsite.HostConfig{{Name: "one", Seed: 1,
+				Pages: simsite.PagesConfig{Count: 1000000, Graph: simsite.GraphTree, Fanout: 10, Size: 4096}}}},
+			Concurrency: 64,
+			RSSEvery:    100000,
+			Variants: []Variant{
+				{Name: "gocrawl-follow", Crawler: "gocrawl", Spider: "follow", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+				{Name: "gocrawl-follow-jobdir", Crawler: "gocrawl", Spider: "follow", JobDir: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 			},
 		},
 		{

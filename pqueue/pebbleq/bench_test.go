@@ -170,3 +170,43 @@ func BenchmarkPushPopSteady(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "push+pop/s")
 }
+
+// BenchmarkPushPopHeadSteady is BenchmarkPushPopSteady as the throttling-
+// aware queue drives a store: after each reserve it asks for the sub-queue's
+// next head (pqueue.ThrottlingAware.popReady), so the read-ahead must
+// survive Head.
+func BenchmarkPushPopHeadSteady(b *testing.B) {
+	ctx := context.Background()
+	s := openSyncedStore(b, b.TempDir())
+	if err := s.Open(ctx); err != nil {
+		b.Fatal(err)
+	}
+	const backlog = 100_000
+	for i := range backlog {
+		if err := s.Push(ctx, benchEntry(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := backlog
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		if err := s.Push(ctx, benchEntry(i)); err != nil {
+			b.Fatal(err)
+		}
+		queue := fmt.Sprintf("shop-%d.example.com", i%100)
+		e, err := s.Reserve(ctx, queue)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := s.Head(ctx, queue); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Ack(ctx, e.ID); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "push+pop/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/1000, "CPU-µs/push+pop")
+}

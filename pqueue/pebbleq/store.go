@@ -327,6 +327,15 @@ func (s *Store) fill(q *subq, limit int) error {
 	return nil
 }
 
+// readAhead is how many entries a refill reads: HeadBuffer, or 1 once the
+// buffers hold MaxBuffered entries.
+func (s *Store) readAhead() int {
+	if s.buffered >= s.maxBuf {
+		return 1
+	}
+	return s.hb
+}
+
 // Head implements pqueue.Store.
 func (s *Store) Head(ctx context.Context, queue string) (pqueue.Info, bool, error) {
 	s.mu.Lock()
@@ -338,7 +347,10 @@ func (s *Store) Head(ctx context.Context, queue string) (pqueue.Info, bool, erro
 	if !ok || q.n == 0 {
 		return pqueue.Info{}, false, nil
 	}
-	if err := s.fill(q, 1); err != nil {
+	// Read ahead as Reserve does: the throttling-aware queue asks for the
+	// next head right after each reserve, so reading one entry here would
+	// make every pop open an iterator.
+	if err := s.fill(q, s.readAhead()); err != nil {
 		return pqueue.Info{}, false, err
 	}
 	return q.buf[0].info, true, nil
@@ -355,11 +367,7 @@ func (s *Store) Reserve(ctx context.Context, queue string) (pqueue.Entry, error)
 	if !ok || q.n == 0 {
 		return pqueue.Entry{}, fmt.Errorf("reserve from %q: %w", queue, pqueue.ErrEmpty)
 	}
-	limit := s.hb
-	if s.buffered >= s.maxBuf {
-		limit = 1
-	}
-	if err := s.fill(q, limit); err != nil {
+	if err := s.fill(q, s.readAhead()); err != nil {
 		return pqueue.Entry{}, err
 	}
 	it := q.buf[0]

@@ -43,7 +43,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
 
 	"github.com/gocrawl/gocrawl/linkextract"
@@ -284,8 +283,6 @@ func (s *Spider) Open(ctx context.Context, c *spider.Crawler) error {
 	return nil
 }
 
-var titleSel = goquery.Single("title")
-
 // ParsePage emits the Page item of a response. Non-HTML pages give an item
 // with an empty title (and no links to follow).
 func (s *Spider) ParsePage(ctx context.Context, res *spider.Response, out spider.Output) error {
@@ -293,10 +290,11 @@ func (s *Spider) ParsePage(ctx context.Context, res *spider.Response, out spider
 	if res.Request != nil {
 		page.Depth = res.Request.Depth
 	}
-	doc, err := res.Doc()
-	if err == nil {
-		page.Title = strings.TrimSpace(doc.FindMatcher(titleSel).Text())
-	}
+	// The title comes from the tokenizer pass the rule's link extraction
+	// shares (no tree is built), or from the tree when something parsed
+	// the page already.
+	title, err := res.Title()
+	page.Title = title
 	out.Item(page)
 	if err != nil && !errors.Is(err, spider.ErrNotHTML) {
 		return err

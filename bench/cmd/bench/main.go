@@ -1,7 +1,9 @@
-// Command bench runs the benchmark scenarios of issue 7 with gocrawl and
-// Colly, each crawler in its own process (bench/cmd/runner) against a site
-// served by another process (bench/cmd/site), then prints one table with
-// the gocrawl/colly ratios and writes every number as CSV.
+// Command bench runs the benchmark scenarios of issue 7 with gocrawl,
+// Colly and a bare fetch loop, each crawler in its own process
+// (bench/cmd/runner) against a site served by another process
+// (bench/cmd/site), then prints one table with the ratios (gocrawl/bare,
+// gocrawl/colly, JOBDIR/memory) and writes every number as CSV; the
+// memory curves of S1M go to a second CSV (-rss.csv).
 //
 //	go build -o bin/ ./cmd/... && bin/bench -bin bin -csv results.csv
 //
@@ -35,12 +37,19 @@ const staggerBy = 8 * time.Second
 type run struct {
 	sc      scenario.Scenario
 	variant scenario.Variant
+	round   int // 0-based repetition of an S1 run
 
 	result struct {
 		Seconds   float64 `json:"seconds"`
 		Responses int64   `json:"responses"`
 		OK        int64   `json:"ok"`
 		Errors    int64   `json:"errors"`
+		RSS       []struct {
+			Pages   int64   `json:"pages"`
+			Seconds float64 `json:"seconds"`
+			RSSMB   float64 `json:"rss_mb"`
+			HeapMB  float64 `json:"heap_mb"`
+		} `json:"rss"`
 	}
 	cpu    time.Duration // user + system time of the runner process
 	rssKB  int64         // peak resident set size of the runner process
@@ -53,17 +62,24 @@ func main() {
 	only := flag.String("scenarios", "S1,S2,S3,S4", "comma-separated scenarios to run (S2 includes S2-alone, S4 both S4 runs)")
 	csvPath := flag.String("csv", "bench-results.csv", "where to write every measurement as CSV")
 	repeat := flag.Int("repeat", 3, "runs of each S1 crawler (interleaved); the run with the median pages/s is kept")
+	variants := flag.String("variants", "", "comma-separated variants to run (default: every variant of each scenario)")
 	flag.Parse()
-	if err := mainErr(*bin, *only, *csvPath, max(1, *repeat)); err != nil {
+	if err := mainErr(*bin, *only, *variants, *csvPath, max(1, *repeat)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func mainErr(bin, only, csvPath string, repeat int) error {
+func mainErr(bin, only, variants, csvPath string, repeat int) error {
 	want := map[string]bool{}
 	for _, s := range strings.Split(only, ",") {
 		want[strings.TrimSpace(s)] = true
+	}
+	wantVariant := map[string]bool{}
+	for _, s := range strings.Split(variants, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			wantVariant[s] = true
+		}
 	}
 	var serial, parallel []*run
 	for _, sc := range scenario.All() {
@@ -74,9 +90,12 @@ func mainErr(bin, only, csvPath string, repeat int) error {
 		if sc.Name == "S1" {
 			n = repeat // CPU-bound: the noisiest, given shared machines
 		}
-		for range n {
+		for round := range n { // interleaved: A B A B
 			for _, v := range sc.Variants {
-				r := &run{sc: sc, variant: v}
+				if len(wantVariant) > 0 && !wantVariant[v.Name] {
+					continue
+				}
+				r := &run{sc: sc, variant: v, round: round}
 				// Rate-limited scenarios barely use the CPU: run them side
 				// by side, each against its own site process (limits are
 				// per site).
@@ -118,6 +137,9 @@ func mainErr(bin, only, csvPath string, repeat int) error {
 	if err := writeCSV(csvPath, rows); err != nil {
 		errs = append(errs, err)
 	}
+	if err := writeRSSCurves(strings.TrimSuffix(csvPath, ".csv")+"-rss.csv", ok); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -145,7 +167,8 @@ func (r *run) do(bin string) error {
 		return fmt.Errorf("site: %w", err)
 	}
 
-	runner := exec.Command(filepath.Join(bin, "runner"), "-scenario", r.sc.Name, "-variant", r.variant.Name, "-urls", strings.TrimSpace(string(urls)))
+	runner := exec.Command(filepath.Join(bin, "runner"), "-scenario", r.sc.Name, "-variant", r.variant.Name, "-urls", strings.TrimSpace(string(urls)),
+		"-rss-every", fmt.Sprint(r.sc.RSSEvery))
 	runner.Stderr = os.Stderr
 	res, err := runner.Output()
 	if err != nil {
@@ -175,16 +198,40 @@ func (r *run) do(bin string) error {
 }
 
 // medianS1 keeps, of the repeated S1 runs of each variant, the one with
-// the median pages/s.
+// the median pages/s. It prints every run first, round by round, with the
+// ratios of each round's pair (runs of one round are next to each other in
+// time, so they met the same load).
 func medianS1(runs []*run) []*run {
 	var out []*run
 	byVariant := map[string][]*run{}
+	byRound := map[int]map[string]*run{}
 	for _, r := range runs {
 		if r.sc.Name == "S1" {
 			byVariant[r.variant.Name] = append(byVariant[r.variant.Name], r)
+			if byRound[r.round] == nil {
+				byRound[r.round] = map[string]*run{}
+			}
+			byRound[r.round][r.variant.Name] = r
 		} else {
 			out = append(out, r)
 		}
+	}
+	rate := func(r *run) float64 { return float64(r.result.Responses) / r.result.Seconds }
+	for round := range len(byRound) {
+		rs := byRound[round]
+		var b strings.Builder
+		fmt.Fprintf(&b, "S1 round %d:", round+1)
+		for _, v := range variantOrder {
+			if r := rs[v]; r != nil {
+				fmt.Fprintf(&b, " %s %.0f p/s %.3f cpu-s/1000;", v, rate(r), r.cpu.Seconds()/float64(r.result.Responses)*1000)
+			}
+		}
+		for _, q := range ratios {
+			if n, d := rs[q.num], rs[q.den]; n != nil && d != nil {
+				fmt.Fprintf(&b, " %s %.2fx;", q.name, rate(n)/rate(d))
+			}
+		}
+		fmt.Fprintln(os.Stderr, strings.TrimSuffix(b.String(), ";"))
 	}
 	for _, rs := range byVariant {
 		slices.SortFunc(rs, func(a, b *run) int {
@@ -265,10 +312,25 @@ func table(runs []*run) []row {
 		return func(r *run) (float64, bool) { return f(r), true }
 	}
 
-	add("S1", "pages/s", ">= 1.5x colly", true, always(func(r *run) float64 { return float64(r.result.Responses) / r.result.Seconds }))
-	add("S1", "CPU s / 1000 pages", "<= colly", true, always(func(r *run) float64 { return r.cpu.Seconds() / float64(r.result.Responses) * 1000 }))
-	add("S1", "peak RSS MB", "", true, always(func(r *run) float64 { return float64(r.rssKB) / 1024 }))
-	add("S1", "pages ok (server)", "20000", false, always(func(r *run) float64 { return float64(r.server["one"].ByStatus[200]) }))
+	for _, sc := range []string{"S1", "S1M"} {
+		target := map[string]string{"S1": ">= 60% bare, >= 3x colly, jobdir >= 90%"}[sc]
+		add(sc, "pages/s", target, true, always(func(r *run) float64 { return float64(r.result.Responses) / r.result.Seconds }))
+		add(sc, "CPU s / 1000 pages", map[string]string{"S1": "<= 2x bare"}[sc], true, always(func(r *run) float64 { return r.cpu.Seconds() / float64(r.result.Responses) * 1000 }))
+		add(sc, "peak RSS MB", map[string]string{"S1": "<= 64"}[sc], true, always(func(r *run) float64 { return float64(r.rssKB) / 1024 }))
+		add(sc, "pages ok (server)", "", false, always(func(r *run) float64 { return float64(r.server["one"].ByStatus[200]) }))
+	}
+	add("S1M", "RSS MB at 100k pages", "", true, func(r *run) (float64, bool) {
+		if len(r.result.RSS) == 0 {
+			return 0, false
+		}
+		return r.result.RSS[0].RSSMB, true
+	})
+	add("S1M", "RSS MB at the end / at 100k", "<= 1.2 (jobdir: <= 150 MB)", false, func(r *run) (float64, bool) {
+		if len(r.result.RSS) == 0 || r.result.RSS[0].RSSMB == 0 {
+			return 0, false
+		}
+		return r.result.RSS[len(r.result.RSS)-1].RSSMB / r.result.RSS[0].RSSMB, true
+	})
 
 	for _, host := range []string{"strict", "lenient"} {
 		add("S2", host+" ok", "500", false, always(func(r *run) float64 { return float64(r.server[host].ByStatus[200]) }))
@@ -309,27 +371,65 @@ func table(runs []*run) []row {
 	return rows
 }
 
-var variantOrder = []string{"gocrawl", "gocrawl-follow", "gocrawl-rampup", "colly"}
+var variantOrder = []string{"bare", "gocrawl", "gocrawl-follow", "gocrawl-follow-jobdir", "gocrawl-rampup", "colly"}
 
+// ratio is a column of the table: num's value over den's.
+type ratio struct{ name, num, den string }
+
+var ratios = []ratio{
+	{"gocrawl/bare", "gocrawl", "bare"},
+	{"follow/bare", "gocrawl-follow", "bare"},
+	{"gocrawl/colly", "gocrawl", "colly"},
+	{"follow/colly", "gocrawl-follow", "colly"},
+	{"jobdir/memory", "gocrawl-follow-jobdir", "gocrawl-follow"},
+}
+
+// printTable prints the variants and ratios that have a value in some row.
 func printTable(w io.Writer, rows []row) {
-	fmt.Fprintf(w, "%-9s %-32s %12s %15s %15s %12s %14s  %s\n", "scenario", "metric", "gocrawl", "gocrawl-follow", "gocrawl-rampup", "colly", "gocrawl/colly", "target")
+	var cols []string
+	for _, v := range variantOrder {
+		if slices.ContainsFunc(rows, func(r row) bool { _, ok := r.values[v]; return ok }) {
+			cols = append(cols, v)
+		}
+	}
+	var rcols []ratio
+	for _, q := range ratios {
+		if slices.ContainsFunc(rows, func(r row) bool {
+			_, n := r.values[q.num]
+			_, d := r.values[q.den]
+			return r.ratio && n && d
+		}) {
+			rcols = append(rcols, q)
+		}
+	}
+	width := func(s string) int { return max(9, len(s)) }
+	fmt.Fprintf(w, "%-9s %-30s", "scenario", "metric")
+	for _, c := range cols {
+		fmt.Fprintf(w, " %*s", width(c), c)
+	}
+	for _, q := range rcols {
+		fmt.Fprintf(w, " %*s", width(q.name), q.name)
+	}
+	fmt.Fprintln(w, "  target")
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-9s %-32s", r.scenario, r.metric)
-		for i, v := range variantOrder {
-			width := []int{12, 15, 15, 12}[i]
-			if x, ok := r.values[v]; ok {
-				fmt.Fprintf(w, " %*s", width, num(x))
-			} else {
-				fmt.Fprintf(w, " %*s", width, "-")
+		fmt.Fprintf(w, "%-9s %-30s", r.scenario, r.metric)
+		for _, c := range cols {
+			cell := "-"
+			if x, ok := r.values[c]; ok {
+				cell = num(x)
 			}
+			fmt.Fprintf(w, " %*s", width(c), cell)
 		}
-		ratio := "-"
-		g, gok := r.values["gocrawl"]
-		c, cok := r.values["colly"]
-		if r.ratio && gok && cok && c != 0 {
-			ratio = fmt.Sprintf("%.2fx", g/c)
+		for _, q := range rcols {
+			cell := "-"
+			n, nok := r.values[q.num]
+			d, dok := r.values[q.den]
+			if r.ratio && nok && dok && d != 0 {
+				cell = fmt.Sprintf("%.2fx", n/d)
+			}
+			fmt.Fprintf(w, " %*s", width(q.name), cell)
 		}
-		fmt.Fprintf(w, " %14s  %s\n", ratio, r.target)
+		fmt.Fprintf(w, "  %s\n", r.target)
 	}
 }
 
@@ -360,4 +460,24 @@ func writeCSV(path string, rows []row) error {
 		}
 	}
 	return f.Close()
+}
+
+// writeRSSCurves writes the memory curves of the runs that recorded one
+// (S1M) as CSV; nothing when none did.
+func writeRSSCurves(path string, runs []*run) error {
+	var lines []string
+	for _, r := range runs {
+		for _, p := range r.result.RSS {
+			lines = append(lines, fmt.Sprintf("%s,%s,%d,%.1f,%.1f,%.1f", r.sc.Name, r.variant.Name, p.Pages, p.Seconds, p.RSSMB, p.HeapMB))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	out := "scenario,variant,pages,seconds,rss_mb,heap_inuse_mb\n" + strings.Join(lines, "\n") + "\n"
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "memory curves:", path)
+	return nil
 }

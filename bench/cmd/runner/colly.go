@@ -14,7 +14,7 @@ import (
 // domain with the scenario's parallelism and the variant's delay. Colly's
 // other defaults are kept (robots.txt ignored, no retries, its own HTTP
 // client).
-func runColly(_ context.Context, sc scenario.Scenario, v scenario.Variant, starts []string) (Result, error) {
+func runColly(_ context.Context, sc scenario.Scenario, v scenario.Variant, starts []string, counter *progress) (Result, error) {
 	var res Result
 	var responses, ok, errs atomic.Int64
 	c := colly.NewCollector(colly.Async(true))
@@ -27,6 +27,7 @@ func runColly(_ context.Context, sc scenario.Scenario, v scenario.Variant, start
 	c.OnResponse(func(r *colly.Response) {
 		responses.Add(1)
 		ok.Add(1)
+		counter.add(1)
 	})
 	c.OnError(func(r *colly.Response, err error) {
 		if r != nil && r.StatusCode != 0 {

@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/gocrawl/gocrawl/bench/scenario"
 	"github.com/gocrawl/gocrawl/engine"
+	"github.com/gocrawl/gocrawl/jobdir"
 	"github.com/gocrawl/gocrawl/metrics"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/spiders/follow"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
 // linkSpider follows every link of every page: the same work as the colly
@@ -28,7 +32,7 @@ func (s *linkSpider) Parse(ctx context.Context, res *spider.Response, out spider
 // runGocrawl crawls with the gocrawl engine as `gocrawl crawl` runs it:
 // the scenario's global concurrency, the variant's settings over the
 // defaults, and the metrics recorder observing every request.
-func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, urls map[string]string, starts []string) (Result, error) {
+func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, urls map[string]string, starts []string, counter *progress) (Result, error) {
 	var res Result
 	set := settings.New()
 	if err := set.Set("CONCURRENT_REQUESTS", sc.Concurrency, settings.SourceCommandLine, "bench"); err != nil {
@@ -54,7 +58,23 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 		}
 		sp = f
 	}
-	eng, err := engine.New(sp, set, engine.Options{Observers: []engine.Observer{mon.Recorder()}})
+	opts := engine.Options{Observers: []engine.Observer{mon.Recorder(), countResponses{counter}}}
+	if v.JobDir {
+		// As `gocrawl run -s JOBDIR=...` does: the caller opens the job
+		// directory and hands it to the engine.
+		dir, err := os.MkdirTemp("", "gocrawl-bench-jobdir-")
+		if err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
+		job, err := jobdir.Open(dir, sp.Name(), jobdir.Options{})
+		if err != nil {
+			return res, err
+		}
+		defer job.Close()
+		opts.Job = job
+	}
+	eng, err := engine.New(sp, set, opts)
 	if err != nil {
 		return res, err
 	}
@@ -71,6 +91,18 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 	res.Responses, res.OK = snap.Global.Responses, snap.Global.OK
 	res.Errors = snap.Global.Completed() - snap.Global.OK
 	return res, nil
+}
+
+// countResponses feeds the runner's progress (and memory curve) with
+// every response.
+type countResponses struct{ p *progress }
+
+func (countResponses) RequestStarted(time.Time, *spider.Request, throttling.Scopes) {}
+
+func (c countResponses) RequestFinished(_ time.Time, _ *spider.Request, _ throttling.Scopes, res *spider.Response, _ error) {
+	if res != nil {
+		c.p.add(1)
+	}
 }
 
 // hostScopes replaces "$host" keys of a THROTTLING_SCOPES value by the

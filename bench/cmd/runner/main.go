@@ -10,6 +10,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -30,20 +32,62 @@ type Result struct {
 	OK int64 `json:"ok"`
 	// Errors counts non-2xx statuses and download errors.
 	Errors int64 `json:"errors"`
+	// RSS is the memory curve (with -rss-every).
+	RSS []RSSPoint `json:"rss,omitempty"`
 }
 
 func main() {
 	name := flag.String("scenario", "", "scenario name")
 	variant := flag.String("variant", "", "variant of the scenario (gocrawl, colly, ...)")
 	urlsJSON := flag.String("urls", "", `JSON object of host name -> base URL, as printed by the site command`)
+	rssEvery := flag.Int64("rss-every", 0, "record the resident set size every N responses (0: never)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the crawl to this file")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the crawl to this file")
+	heapProfile := flag.String("heapprofile", "", "write a heap profile (memory in use) to this file when -heapprofile-at responses are reached")
+	heapAt := flag.Int64("heapprofile-at", 100000, "responses after which -heapprofile is written")
 	flag.Parse()
-	if err := run(*name, *variant, *urlsJSON); err != nil {
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "runner: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+	}
+	counter := newProgress(*rssEvery)
+	if *heapProfile != "" {
+		counter.heapAt, counter.heapFile = *heapAt, *heapProfile
+	}
+	err := run(*name, *variant, *urlsJSON, counter)
+	if err == nil && *memProfile != "" {
+		err = writeProfile("allocs", *memProfile)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "runner:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(name, variant, urlsJSON string) error {
+func writeProfile(name, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func run(name, variant, urlsJSON string, counter *progress) error {
 	sc, err := scenario.Find(name)
 	if err != nil {
 		return err
@@ -70,15 +114,18 @@ func run(name, variant, urlsJSON string) error {
 	var res Result
 	switch v.Crawler {
 	case "gocrawl":
-		res, err = runGocrawl(ctx, sc, v, urls, starts)
+		res, err = runGocrawl(ctx, sc, v, urls, starts, counter)
 	case "colly":
-		res, err = runColly(ctx, sc, v, starts)
+		res, err = runColly(ctx, sc, v, starts, counter)
+	case "bare":
+		res, err = runBare(ctx, sc, starts, counter)
 	default:
 		err = fmt.Errorf("unknown crawler %q", v.Crawler)
 	}
 	if err != nil {
 		return err
 	}
+	res.RSS = counter.curve()
 	res.Crawler, res.Variant, res.Scenario, res.Seconds = v.Crawler, v.Name, sc.Name, time.Since(t0).Seconds()
 	return json.NewEncoder(os.Stdout).Encode(res)
 }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/gocrawl/gocrawl/bench/scenario"
+)
+
+// hrefRE is the bare loop's whole "parser": every double-quoted href.
+var hrefRE = regexp.MustCompile(`href="([^"]*)"`)
+
+// runBare crawls with the cheapest loop that still does the job: a
+// net/http client, the scenario's concurrency in goroutines, a regexp scan
+// for links, a set of seen URLs, and nothing else: no HTML parsing, no
+// politeness, no retries, no persistence. It is the ceiling the framework
+// is measured against (gocrawl/bare in the table), on the same machine in
+// the same run.
+func runBare(ctx context.Context, sc scenario.Scenario, starts []string, counter *progress) (Result, error) {
+	var res Result
+	hosts := map[string]bool{}
+	for _, s := range starts {
+		u, err := url.Parse(s)
+		if err != nil {
+			return res, err
+		}
+		hosts[u.Host] = true
+	}
+	client := &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConns:        sc.Concurrency,
+			MaxIdleConnsPerHost: sc.Concurrency,
+			IdleConnTimeout:     90 * time.Second,
+		},
+	}
+	defer client.CloseIdleConnections()
+
+	var (
+		mu       sync.Mutex
+		cond     = sync.NewCond(&mu)
+		queue    []*url.URL
+		seen     = map[string]struct{}{}
+		inFlight int
+	)
+	push := func(u *url.URL) { // mu held
+		key := u.String()
+		if _, ok := seen[key]; ok {
+			return
+		}
+		seen[key] = struct{}{}
+		queue = append(queue, u)
+		cond.Signal()
+	}
+	for _, s := range starts {
+		u, _ := url.Parse(s)
+		push(u)
+	}
+	bufs := sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+	fetch := func(u *url.URL) (links []*url.URL, status int, err error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer resp.Body.Close()
+		buf := bufs.Get().(*bytes.Buffer)
+		defer bufs.Put(buf)
+		buf.Reset()
+		if _, err := buf.ReadFrom(resp.Body); err != nil {
+			return nil, resp.StatusCode, err
+		}
+		for _, m := range hrefRE.FindAllSubmatch(buf.Bytes(), -1) {
+			ref, err := url.Parse(string(m[1]))
+			if err != nil {
+				continue
+			}
+			abs := u.ResolveReference(ref)
+			abs.Fragment = ""
+			if (abs.Scheme == "http" || abs.Scheme == "https") && hosts[abs.Host] {
+				links = append(links, abs)
+			}
+		}
+		return links, resp.StatusCode, nil
+	}
+
+	var wg sync.WaitGroup
+	for range sc.Concurrency {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				for len(queue) == 0 && inFlight > 0 {
+					cond.Wait()
+				}
+				if len(queue) == 0 { // nothing queued, nothing in flight: done
+					mu.Unlock()
+					cond.Broadcast()
+					return
+				}
+				u := queue[0]
+				queue[0] = nil
+				queue = queue[1:]
+				inFlight++
+				mu.Unlock()
+
+				links, status, err := fetch(u)
+
+				mu.Lock()
+				inFlight--
+				switch {
+				case err != nil && status == 0:
+					res.Errors++
+				case err != nil || status < 200 || status > 299:
+					res.Responses++
+					res.Errors++
+				default:
+					res.Responses++
+					res.OK++
+				}
+				for _, l := range links {
+					push(l)
+				}
+				if inFlight == 0 && len(queue) == 0 {
+					cond.Broadcast()
+				}
+				mu.Unlock()
+				counter.add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if res.Responses == 0 {
+		return res, fmt.Errorf("bare: no response from %v", starts)
+	}
+	return res, nil
+}
