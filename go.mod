@@ -9,6 +9,8 @@ require (
 	golang.org/x/net v0.62.0
 )
 
+require github.com/dunglas/httpsfv v1.1.2 // indirect
+
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/RaduBerinde/axisds v0.1.0 // indirect

@@ -70,10 +70,20 @@ func (p *Policy) backoff(now time.Time, sig Signal, g GateState) {
 		if until := now.Add(d); until.After(p.blockedUntil) {
 			p.blockedUntil = until
 		}
-		if !sig.Uncapped && p.cfg.Backoff.RetryAfterPacing {
+		switch {
+		case sig.Uncapped || !p.cfg.Backoff.RetryAfterPacing:
+		case p.rcEnabled():
+			p.rcRefusal(now, sig.SentAt, d, false, g)
+		default:
 			p.setPace(now, sig.SentAt, g)
 		}
 		p.debug("hard_delay").Dur("until", p.blockedUntil.Sub(now)).Bool("uncapped", sig.Uncapped).Msg("throttling: scope held back")
+		return
+	}
+	if p.cfg.Rampup.Enabled && p.rcEnabled() {
+		// Rampup finds a limit without headers: with the rate controller,
+		// a bare refusal is its evidence rather than a backoff step.
+		p.rcRefusal(now, sig.SentAt, 0, false, g)
 		return
 	}
 	if !sig.SentAt.IsZero() && sig.SentAt.Before(p.lastStep) {
