@@ -36,6 +36,7 @@ type Policy struct {
 	backoffState
 	rampState
 	rateState
+	latencyState
 }
 
 // Signal is what one outcome tells a scope's Policy (OnFeedback).
@@ -138,6 +139,7 @@ func (p *Policy) Tick(now time.Time, g GateState) {
 	}
 	p.paceTick(now)
 	p.rcTick(now, g)
+	p.latTick(now, g)
 }
 
 // OnFeedback applies one outcome's signal at now (after Tick): a backoff
@@ -185,7 +187,7 @@ func (p *Policy) Params(now time.Time) GateParams {
 	if p.notBefore.After(blocked) {
 		blocked = p.notBefore
 	}
-	return GateParams{Delay: p.Delay(), JitterLo: j[0], JitterHi: j[1], Concurrency: p.rcConcurrency(p.conc),
+	return GateParams{Delay: p.Delay(), JitterLo: j[0], JitterHi: j[1], Concurrency: p.rcConcurrency(p.latConcurrency(p.conc)),
 		BlockedUntil: blocked, Quota: p.cfg.Quota, Window: p.cfg.Window, ValidUntil: p.validUntil()}
 }
 
@@ -211,6 +213,9 @@ func (p *Policy) validUntil() time.Time {
 	}
 	if rc := p.rcValidUntil(); !rc.IsZero() {
 		earliest(rc)
+	}
+	if lat := p.latValidUntil(); !lat.IsZero() {
+		earliest(lat)
 	}
 	return t
 }
@@ -284,6 +289,18 @@ type PolicyState struct {
 	RemainingUntil time.Time  `json:"remaining_until,omitzero"`
 	SlowStartOver  bool       `json:"slow_start_over,omitempty"`
 	SeenOK         int64      `json:"seen_ok,omitempty"`
+
+	// Latency control (version 2): the concurrency held (0 = the
+	// configured one), the trial in progress (-1 one slot less, +1 one
+	// more) and the throughput before it, the end of a hold, the current
+	// window's start and the gate's OK and FullSeconds counters then.
+	LatencyLimit int       `json:"latency_limit,omitempty"`
+	LatencyPhase int       `json:"latency_phase,omitempty"`
+	LatencyBase  float64   `json:"latency_base,omitempty"`
+	LatencyHold  time.Time `json:"latency_hold,omitzero"`
+	LatencyStart time.Time `json:"latency_start,omitzero"`
+	LatencyOK    int64     `json:"latency_ok,omitempty"`
+	LatencyFull  float64   `json:"latency_full,omitempty"`
 }
 
 // State returns the policy's state.
@@ -304,6 +321,10 @@ func (p *Policy) State() PolicyState {
 		s.RateGrowing, s.RateStart, s.RateBurst, s.RateError = p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr
 		s.Remaining, s.RemainingUntil = p.rcRemaining, p.rcRemUntil
 		s.SlowStartOver, s.SeenOK = p.rcSlow, p.rcSeenOK
+	}
+	if p.latEnabled() {
+		s.LatencyLimit, s.LatencyPhase, s.LatencyBase, s.LatencyHold = p.latLimit, p.latPhase, p.latBase, p.latHold
+		s.LatencyStart, s.LatencyOK, s.LatencyFull = p.latStart, p.latMark, p.latFull
 	}
 	return s
 }
@@ -343,6 +364,13 @@ func (p *Policy) SetState(s PolicyState) error {
 		p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr = max(0, s.RateGrowing), s.RateStart, max(0, s.RateBurst), max(0, s.RateError)
 		p.rcRemaining, p.rcRemUntil = max(0, s.Remaining), s.RemainingUntil
 		p.rcSlow, p.rcSeenOK = s.SlowStartOver, s.SeenOK
+	}
+	if p.latEnabled() {
+		p.latLimit, p.latPhase, p.latBase, p.latHold = max(0, s.LatencyLimit), min(max(s.LatencyPhase, -1), 1), s.LatencyBase, s.LatencyHold
+		p.latStart, p.latMark, p.latFull = s.LatencyStart, s.LatencyOK, s.LatencyFull
+		if p.latLimit >= p.conc {
+			p.latLimit = 0
+		}
 	}
 	return nil
 }

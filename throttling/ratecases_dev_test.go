@@ -32,6 +32,10 @@ func TestRateCasesTable(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := runRateCaseLocal(t, c)
 				limit := c.rate
+				if c.capacity > 0 {
+					limit = float64(c.capacity) / c.latency.Fixed.Seconds()
+					extra = append(extra, r.inFlight)
+				}
 				if c.schedule != nil {
 					limit = c.schedule[len(c.schedule)-1].Rate
 				}
@@ -89,6 +93,9 @@ func devCases() []rateCase {
 		{name: "headers-separate", rate: 10, headers: simsite.RateLimitSeparate, duration: d},
 		{name: "headers-structured", rate: 10, headers: simsite.RateLimitStructured, duration: d},
 		{name: "drop10to4", rate: 10, schedule: []simsite.RateChange{{After: 40 * time.Second, Rate: 4}}, duration: 80 * time.Second},
+		{name: "capacity4", capacity: 4, latency: simsite.LatencyConfig{Kind: simsite.LatencyFixed, Fixed: 50 * time.Millisecond}, duration: 60 * time.Second},
+		{name: "capacity4-off", capacity: 4, latency: simsite.LatencyConfig{Kind: simsite.LatencyFixed, Fixed: 50 * time.Millisecond}, duration: 60 * time.Second,
+			settings: []any{"THROTTLING_LATENCY_CONTROL", false}},
 		{name: "rise4to10", rate: 4, schedule: []simsite.RateChange{{After: 40 * time.Second, Rate: 10}}, duration: 120 * time.Second},
 	}
 }
