@@ -110,6 +110,14 @@ func (c rateCase) site() simsite.Config {
 // (host name -> URL), with the defaults plus the case's settings.
 func crawlRateCase(t testing.TB, c rateCase, base map[string]string, opts engine.Options) *engine.Result {
 	t.Helper()
+	res, err := crawlRateCaseErr(c, base, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func crawlRateCaseErr(c rateCase, base map[string]string, opts engine.Options) (*engine.Result, error) {
 	var urls []string
 	if !c.alone {
 		n := c.pages
@@ -152,18 +160,14 @@ func crawlRateCase(t testing.TB, c rateCase, base map[string]string, opts engine
 	}
 	for i := 0; i+1 < len(kv); i += 2 {
 		if err := s.Set(kv[i].(string), kv[i+1], settings.SourceCommandLine, "test"); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	e, err := engine.New(&listSpider{urls: all}, s, opts)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return e.Run(context.Background())
 }
 
 // hostOf is the host:port of a base URL, the throttling scope name.
@@ -269,19 +273,20 @@ func runRateCaseLocal(t testing.TB, c rateCase) rateResult {
 }
 
 // runRateCaseWall runs c on the wall clock against simsite on 127.0.0.1.
-func runRateCaseWall(t testing.TB, c rateCase) rateResult {
-	cfg := c.site()
-	srv, err := simsite.Start(context.Background(), cfg)
+func runRateCaseWall(c rateCase) (rateResult, error) {
+	srv, err := simsite.Start(context.Background(), c.site())
 	if err != nil {
-		t.Fatal(err)
+		return rateResult{}, err
 	}
 	defer srv.Close()
 	base := map[string]string{strictHost: localhostURL(srv.URL(strictHost)), "lenient.test": localhostURL(srv.URL("lenient.test"))}
 	start := time.Now()
-	crawlRateCase(t, c, base, engine.Options{})
+	if _, err := crawlRateCaseErr(c, base, engine.Options{}); err != nil {
+		return rateResult{}, err
+	}
 	r := judge(c, srv, time.Now())
 	r.elapsed = time.Since(start)
-	return r
+	return r, nil
 }
 
 // localhostURL addresses a simsite host as localhost:PORT, a domain scope
