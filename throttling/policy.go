@@ -285,6 +285,7 @@ type PolicyState struct {
 	RateStart      time.Time  `json:"rate_start,omitzero"`
 	RateBurst      float64    `json:"rate_burst,omitempty"`
 	RateError      float64    `json:"rate_error,omitempty"`
+	RateLate       float64    `json:"rate_late,omitempty"`
 	Remaining      int        `json:"remaining,omitempty"`
 	RemainingUntil time.Time  `json:"remaining_until,omitzero"`
 	SlowStartOver  bool       `json:"slow_start_over,omitempty"`
@@ -318,7 +319,7 @@ func (p *Policy) State() PolicyState {
 		s.RateBase, s.RateBeta = p.rcBase, p.rcBeta
 		s.RateEpoch, s.RateNext, s.RateEvent = p.rcEpoch, p.rcNext, p.rcEvent
 		s.RateMarks, s.RateSamples = slices.Clone(p.rcMarks), slices.Clone(p.rcSamples)
-		s.RateGrowing, s.RateStart, s.RateBurst, s.RateError = p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr
+		s.RateGrowing, s.RateStart, s.RateBurst, s.RateError, s.RateLate = p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr, p.rcLate
 		s.Remaining, s.RemainingUntil = p.rcRemaining, p.rcRemUntil
 		s.SlowStartOver, s.SeenOK = p.rcSlow, p.rcSeenOK
 	}
@@ -362,6 +363,7 @@ func (p *Policy) SetState(s PolicyState) error {
 		p.rcEpoch, p.rcNext, p.rcEvent = s.RateEpoch, s.RateNext, s.RateEvent
 		p.rcMarks, p.rcSamples = slices.Clone(s.RateMarks), slices.Clone(s.RateSamples)
 		p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr = max(0, s.RateGrowing), s.RateStart, max(0, s.RateBurst), max(0, s.RateError)
+		p.rcLate = min(max(s.RateLate, 1), rcLateMax)
 		p.rcRemaining, p.rcRemUntil = max(0, s.Remaining), s.RemainingUntil
 		p.rcSlow, p.rcSeenOK = s.SlowStartOver, s.SeenOK
 	}

@@ -55,6 +55,7 @@ type rateState struct {
 	rcStart     time.Time  // the controller's first tick (about the scope's first send)
 	rcBurst     float64    // the server's burst as seen at the first event (0 = unknown)
 	rcEstErr    float64    // the estimate's error (requests per second); 0 = unknown
+	rcLate      float64    // how much slower than the rate in force the scope sends (late wake-ups); 1 = on time
 	rcRemaining int        // RateLimit remaining: requests in flight allowed, while rcRemUntil
 	rcRemUntil  time.Time  //
 	rcSlow      bool       // slow start is over
@@ -88,6 +89,11 @@ const (
 	// rcCubic shapes the probe: rate = est × (1 + c (t − K)³), K the time
 	// it takes to come back to the estimate.
 	rcCubic = 1e-5
+	// rcLateDemand: a step whose sends reached this share of the rate
+	// had requests to send (its shortfall is lateness); rcLateMax bounds
+	// the compensation.
+	rcLateDemand = 0.7
+	rcLateMax    = 1.2
 	// rcBudget is the fewest requests between two probes (each costs a
 	// refusal): at low rates the curve is stretched to respect it.
 	rcBudget = 200
@@ -162,6 +168,7 @@ func (p *Policy) rcTick(now time.Time, g GateState) {
 	}
 	step := p.rcBoundary(now)
 	p.rcNext = p.rcNextBoundary(step)
+	p.rcMeasureLate(step, g)
 	r := p.rcRateAt(step)
 	if p.rcCap == 0 && r >= rcRelease*max(p.rcEst, p.rcBase, g.SendRate(now)) {
 		p.rcOn, p.rcRate, p.rcGrowing = false, 0, 0
@@ -196,6 +203,35 @@ func (p *Policy) burst() float64 {
 		return p.rcBurst
 	}
 	return 5
+}
+
+// rcMeasureLate compares the sends since the previous step with the rate
+// in force then. The gate counts each delay from the actual last send, so
+// every late wake-up of the crawler (a loaded machine) is lost time: when
+// the scope sent at least rcLateDemand of the rate (it had requests to
+// send), the shortfall is lateness, which rcInterval makes up for (an
+// average over steps, at most rcLateMax).
+func (p *Policy) rcMeasureLate(step time.Time, g GateState) {
+	if p.rcLate < 1 {
+		p.rcLate = 1
+	}
+	n := len(p.rcSamples)
+	if n == 0 {
+		return
+	}
+	prev := p.rcSamples[n-1]
+	dt := step.Sub(prev.At).Seconds()
+	if dt <= 0 || prev.Rate <= 0 || prev.Sent == 0 && prev.OK == 0 {
+		return
+	}
+	actual := float64(g.Sends-prev.Sent) / dt
+	want := prev.Rate * p.rcLate // what the gate was asked for
+	if actual < rcLateDemand*prev.Rate || actual <= 0 {
+		return // demand, not the pace, held the scope back
+	}
+	// Asking for want gave actual: asking for the rate times want/actual
+	// gives the rate.
+	p.rcLate = min(max(0.8*p.rcLate+0.2*(want/actual), 1), rcLateMax)
 }
 
 // rcBoundary is the latest time at or before t where the rate changes:
@@ -594,7 +630,7 @@ func (p *Policy) rcInterval() time.Duration {
 	if !p.rcOn || p.rcRate <= 0 {
 		return 0
 	}
-	return time.Duration(float64(time.Second) / p.rcRate)
+	return time.Duration(float64(time.Second) / (p.rcRate * max(p.rcLate, 1)))
 }
 
 // rcConcurrency applies the controller's caps to the concurrency limit c:
