@@ -22,6 +22,7 @@ import (
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/internal/simsite"
 	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
 )
 
 // rateCase is one situation of the issue.
@@ -81,9 +82,14 @@ func (c rateCase) site() simsite.Config {
 		lat = simsite.LatencyConfig{Kind: simsite.LatencyUniform, Min: 5 * time.Millisecond, Max: 20 * time.Millisecond}
 	}
 	var hosts []simsite.HostConfig
+	graph := simsite.PagesConfig{Count: pages + 1, Graph: simsite.GraphChain, Size: 1024}
+	if c.lenient > 0 {
+		// The two-host experiment: both hosts' pages are found by
+		// following links (a tree of fanout 10), as a crawl finds them.
+		graph = simsite.PagesConfig{Count: pages, Graph: simsite.GraphTree, Fanout: 10, Size: 4096, Links: simsite.LinksRelative}
+	}
 	if !c.alone {
-		h := simsite.HostConfig{Name: strictHost, Seed: 2, Latency: lat,
-			Pages: simsite.PagesConfig{Count: pages + 1, Graph: simsite.GraphChain, Size: 1024}}
+		h := simsite.HostConfig{Name: strictHost, Seed: 2, Latency: lat, Pages: graph}
 		if c.capacity > 0 {
 			h.Latency.Capacity = c.capacity
 		} else {
@@ -101,7 +107,7 @@ func (c rateCase) site() simsite.Config {
 	}
 	if c.lenient > 0 {
 		hosts = append(hosts, simsite.HostConfig{Name: "lenient.test", Seed: 1, Latency: lat,
-			Pages: simsite.PagesConfig{Count: c.lenient + 1, Graph: simsite.GraphChain, Size: 4096}})
+			Pages: simsite.PagesConfig{Count: c.lenient, Graph: simsite.GraphTree, Fanout: 10, Size: 4096, Links: simsite.LinksRelative}})
 	}
 	return simsite.Config{Hosts: hosts}
 }
@@ -118,6 +124,14 @@ func crawlRateCase(t testing.TB, c rateCase, base map[string]string, opts engine
 }
 
 func crawlRateCaseErr(c rateCase, base map[string]string, opts engine.Options) (*engine.Result, error) {
+	var sp spider.Spider
+	if c.lenient > 0 {
+		starts := []string{base["lenient.test"] + "/"}
+		if !c.alone {
+			starts = append(starts, base[strictHost]+"/")
+		}
+		sp = &followSpider{Base: spider.Base{StartURLs: starts}}
+	}
 	var urls []string
 	if !c.alone {
 		n := c.pages
@@ -163,11 +177,24 @@ func crawlRateCaseErr(c rateCase, base map[string]string, opts engine.Options) (
 			return nil, err
 		}
 	}
-	e, err := engine.New(&listSpider{urls: all}, s, opts)
+	if sp == nil {
+		sp = &listSpider{urls: all}
+	}
+	e, err := engine.New(sp, s, opts)
 	if err != nil {
 		return nil, err
 	}
 	return e.Run(context.Background())
+}
+
+// followSpider follows every link of every page.
+type followSpider struct{ spider.Base }
+
+func (*followSpider) Name() string { return "follow" }
+
+func (*followSpider) Parse(ctx context.Context, res *spider.Response, out spider.Output) error {
+	out.FollowAll(res, res.Find("a[href]"), nil)
+	return nil
 }
 
 // hostOf is the host:port of a base URL, the throttling scope name.
