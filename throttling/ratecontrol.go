@@ -379,7 +379,14 @@ func (p *Policy) rcRateLimit(now, sentAt time.Time, rl *RateLimit, g GateState) 
 	var pause time.Duration
 	if rl.Remaining < 1 && rl.Reset > 0 {
 		// Nothing left until the reset: hold the scope, as a Retry-After.
+		// A reset in whole seconds overstates a token bucket's wait for
+		// its next token: with an estimate of the refill, hold for one
+		// token's time instead (a window server then answers the next
+		// request with its own Retry-After).
 		pause = min(rl.Reset, p.cfg.Backoff.MaxDelay)
+		if p.rcOn && p.rcEst > 0 {
+			pause = min(pause, time.Duration(float64(time.Second)/p.rcEst))
+		}
 		if u := now.Add(pause); u.After(p.blockedUntil) {
 			p.blockedUntil = u
 		}

@@ -230,12 +230,21 @@ func TestRateControlRateLimitHeaders(t *testing.T) {
 	if p.Concurrency != 3 {
 		t.Errorf("concurrency %d with 3 remaining, want 3", p.Concurrency)
 	}
+	// Remaining 0 with the rate known (10/s): hold for about one token's
+	// time, not the reset's whole seconds.
 	m.RecordSent(t0.Add(100*time.Millisecond), 0)
 	zero := &RateLimit{Remaining: 0, HasRemaining: true, Reset: 3 * time.Second}
 	at := t0.Add(110 * time.Millisecond)
 	m.RecordOutcome(at, Outcome{Class: OutcomeOK, Signal: Signal{SentAt: t0.Add(100 * time.Millisecond), RateLimit: zero}})
-	if w := m.CanSend(at, 0); !approx(w, 3*time.Second) {
-		t.Errorf("wait %v after remaining 0 with reset 3s, want 3s", w)
+	if w := m.CanSend(at, 0); w <= 0 || w >= time.Second {
+		t.Errorf("wait %v after remaining 0 at a known 10/s, want about a token's time (under 1s)", w)
+	}
+	// Without an estimate, remaining 0 holds until the reset.
+	f := rcManager(t, "example.com")
+	f.RecordSent(t0, 0)
+	f.RecordOutcome(t0.Add(10*time.Millisecond), Outcome{Class: OutcomeOK, Signal: Signal{SentAt: t0, RateLimit: zero}})
+	if w := f.CanSend(t0.Add(10*time.Millisecond), 0); !approx(w, 3*time.Second) {
+		t.Errorf("wait %v after remaining 0 with reset 3s and no estimate, want 3s", w)
 	}
 }
 
