@@ -147,7 +147,6 @@ func (p *Policy) Tick(now time.Time, g GateState) {
 func (p *Policy) OnFeedback(now time.Time, sig Signal, g GateState) {
 	p.Tick(now, g)
 	if sig.Trigger || sig.Delay > 0 {
-		p.rcSlow = true // slow start ends at the first trigger, whoever handles it
 		p.backoff(now, sig, g)
 	}
 	if sig.RateLimit != nil && p.rcEnabled() {
@@ -288,8 +287,6 @@ type PolicyState struct {
 	RateLate       float64    `json:"rate_late,omitempty"`
 	Remaining      int        `json:"remaining,omitempty"`
 	RemainingUntil time.Time  `json:"remaining_until,omitzero"`
-	SlowStartOver  bool       `json:"slow_start_over,omitempty"`
-	SeenOK         int64      `json:"seen_ok,omitempty"`
 
 	// Latency control (version 2): the concurrency held (0 = the
 	// configured one), the trial in progress (-1 one slot less, +1 one
@@ -321,7 +318,6 @@ func (p *Policy) State() PolicyState {
 		s.RateMarks, s.RateSamples = slices.Clone(p.rcMarks), slices.Clone(p.rcSamples)
 		s.RateGrowing, s.RateStart, s.RateBurst, s.RateError, s.RateLate = p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr, p.rcLate
 		s.Remaining, s.RemainingUntil = p.rcRemaining, p.rcRemUntil
-		s.SlowStartOver, s.SeenOK = p.rcSlow, p.rcSeenOK
 	}
 	if p.latEnabled() {
 		s.LatencyLimit, s.LatencyPhase, s.LatencyBase, s.LatencyHold = p.latLimit, p.latPhase, p.latBase, p.latHold
@@ -365,7 +361,6 @@ func (p *Policy) SetState(s PolicyState) error {
 		p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr = max(0, s.RateGrowing), s.RateStart, max(0, s.RateBurst), max(0, s.RateError)
 		p.rcLate = min(max(s.RateLate, 1), rcLateMax)
 		p.rcRemaining, p.rcRemUntil = max(0, s.Remaining), s.RemainingUntil
-		p.rcSlow, p.rcSeenOK = s.SlowStartOver, s.SeenOK
 	}
 	if p.latEnabled() {
 		p.latLimit, p.latPhase, p.latBase, p.latHold = max(0, s.LatencyLimit), min(max(s.LatencyPhase, -1), 1), s.LatencyBase, s.LatencyHold

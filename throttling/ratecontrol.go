@@ -27,11 +27,15 @@ import (
 //     per w) caps the rate at q/w; "remaining" caps the requests in flight
 //     and, near zero, is a refusal that costs nothing (a soft event);
 //     "remaining 0" also holds the scope until the reset.
-//   - A new scope starts slowly: one request in flight, then one more
-//     per round of accepted answers, up to its concurrency, until the
-//     first refusal. The first answer's headers are known before a burst,
-//     and a burst into a small bucket overflows by about one request.
-//
+//   - No slow start. Choice: a new scope uses its configured concurrency
+//     from its first request, as in Scrapy's throttling design (PR
+//     #6931), where concurrency is a limit the crawl uses from the start
+//     unless rampup is on: a user who sets 8 expects 8 in flight at once,
+//     even against a server that is slow to answer. The price is the
+//     first burst: into a server's bucket of b tokens, concurrency − b
+//     requests are refused before anything is known (one event, by the
+//     burst rule). Rampup is the tool that starts low.
+
 // Which refusals are evidence: server delays (Retry-After, RateLimit
 // reset) on any scope; bare refusals (no header) only on rampup scopes,
 // the spec's tool for finding a limit without headers. A bare refusal on
@@ -52,14 +56,12 @@ type rateState struct {
 	rcMarks     []RateMark
 	rcSamples   []RateMark // one per step while pacing: the rate in force, and the accepted count
 	rcGrowing   float64    // the estimate is a guess: grow by this factor per step until the next event (0 = no)
-	rcStart     time.Time  // the controller's first tick (about the scope's first send)
+	rcStart     time.Time  // the controller's first tick after the scope's first send
 	rcBurst     float64    // the server's burst as seen at the first event (0 = unknown)
 	rcEstErr    float64    // the estimate's error (requests per second); 0 = unknown
 	rcLate      float64    // how much slower than the rate in force the scope sends (late wake-ups); 1 = on time
 	rcRemaining int        // RateLimit remaining: requests in flight allowed, while rcRemUntil
 	rcRemUntil  time.Time  //
-	rcSlow      bool       // slow start is over
-	rcSeenOK    int64      // accepted answers seen so far (slowStart)
 }
 
 // RateMark is a moment in the rate controller's memory: a refusal event
@@ -153,12 +155,8 @@ func (p *Policy) rcTick(now time.Time, g GateState) {
 	if !p.rcEnabled() {
 		return
 	}
-	if p.rcStart.IsZero() {
+	if p.rcStart.IsZero() && g.Sends > 0 {
 		p.rcStart = now
-	}
-	p.rcSeenOK = g.OK
-	if !p.rcSlow && p.conc > 0 && slowStart(g.OK) >= p.conc {
-		p.rcSlow = true
 	}
 	if !p.rcRemUntil.IsZero() && !now.Before(p.rcRemUntil) {
 		p.rcRemaining, p.rcRemUntil = 0, time.Time{}
@@ -317,7 +315,6 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 		}
 		return
 	}
-	p.rcSlow = true
 	first := !p.rcOn
 	est, estErr := p.rcEstimate(now, g)
 	if first && len(p.rcMarks) == 0 && now.Sub(p.rcStart) < rcBurstWithin {
@@ -350,9 +347,11 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 	p.rcNext = p.rcNextBoundary(p.rcEpoch)
 	p.rcOn, p.rcGrowing = true, 0
 	switch {
-	case p.rcCap > 0:
 	case first:
+		// A first guess (the first burst's refusals say little): grow
+		// fast, up to the announced rate if any.
 		p.rcGrowing = rcGrow
+	case p.rcCap > 0:
 	case estErr > rcSure*p.rcEst && (estErr > rcGuess*p.rcEst || p.rcStretch() <= 1):
 		// Grow by a quarter of the relative error per step: the limit is
 		// probably within two errors of the estimate.
@@ -422,16 +421,13 @@ func (p *Policy) rcInterval() time.Duration {
 	return time.Duration(float64(time.Second) / (p.rcRate * max(p.rcLate, 1)))
 }
 
-// rcConcurrency applies the controller's caps to the concurrency limit c:
-// slow start, and no more in flight than the server says are left.
+// rcConcurrency applies the controller's cap to the concurrency limit c:
+// no more in flight than the server says are left.
 func (p *Policy) rcConcurrency(c int) int {
 	if !p.rcEnabled() {
 		return c
 	}
 	limit := 0
-	if !p.rcSlow {
-		limit = slowStart(p.rcSeenOK)
-	}
 	if !p.rcRemUntil.IsZero() {
 		limit = max(1, p.rcRemaining)
 	}
@@ -439,19 +435,6 @@ func (p *Policy) rcConcurrency(c int) int {
 		return limit
 	}
 	return c
-}
-
-// slowStart is the concurrency of a new scope after ok accepted answers:
-// one more per round of answers (1, then 2 after the first answer, 3 after
-// the next two, 4 after the next three...), so that a burst into a small
-// bucket overflows by about one request.
-func slowStart(ok int64) int {
-	// The largest n with n(n-1)/2 <= ok.
-	n := int((1 + math.Sqrt(1+8*float64(ok))) / 2)
-	for n*(n-1)/2 > int(ok) {
-		n--
-	}
-	return max(1, n)
 }
 
 // rcValidUntil is the controller's next time-based change (zero: none).

@@ -1,6 +1,7 @@
 package throttling
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -170,27 +171,23 @@ func TestRateControlFollowsALimitThatChanges(t *testing.T) {
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-// A new scope opens one slot per round of accepted answers, up to its
-// concurrency; the first trigger ends slow start.
-func TestRateControlSlowStart(t *testing.T) {
-	m := rcManager(t, "example.com")
-	want := []int{1, 2, 2, 3, 3, 3, 4, 4, 4, 4, 5}
-	for ok, w := range want {
-		m.tick(t0)
-		if got := m.gate.Params.Concurrency; got != w {
-			t.Fatalf("after %d answers: concurrency %d, want %d", ok, got, w)
-		}
-		m.RecordSent(t0, 0)
-		m.RecordOutcome(t0, Outcome{Class: OutcomeOK, Latency: time.Millisecond, Signal: Signal{SentAt: t0, Latency: time.Millisecond}})
-	}
-	m.RecordSent(t0, 0)
-	m.RecordOutcome(t0.Add(time.Second), Outcome{Class: OutcomeRefused, Signal: Signal{Trigger: true, SentAt: t0}})
-	m.tick(t0.Add(time.Second))
-	if got := m.gate.Params.Concurrency; got != 8 {
-		t.Fatalf("after a trigger: concurrency %d, want the configured 8", got)
-	}
-	if got := slowStart(1 << 40); got < 1<<20 {
-		t.Fatalf("slowStart of a huge count = %d", got)
+// No slow start: a new scope uses its configured concurrency from its
+// first request, answered or not (a server slow to answer), with the
+// controller on or off, as in Scrapy's throttling design (PR #6931).
+func TestRateControlNoSlowStart(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprint("rate_control=", on), func(t *testing.T) {
+			m := newSM(t, "example.com", "THROTTLING_RATE_CONTROL", on)
+			for i := range 8 {
+				if w := m.CanSend(t0, 0); w != 0 {
+					t.Fatalf("request %d before any answer: wait %v, want 0 (concurrency 8)", i+1, w)
+				}
+				m.RecordSent(t0, 0)
+			}
+			if w := m.CanSend(t0, 0); w != UntilSlotFree {
+				t.Fatalf("9th request: wait %v, want UntilSlotFree (the configured 8)", w)
+			}
+		})
 	}
 }
 
