@@ -14,9 +14,11 @@ import (
 // were the limit (every slot taken at least latBusy of the time: demand
 // exceeded the concurrency). It measures the throughput of accepted
 // responses at the current limit, then tries one slot less: if the
-// throughput held (within latTolerance), the extra slot only added
-// latency, and the lower limit stays (the next window tries one less
-// again); if it dropped, the slot is given back and the limit held for
+// throughput held (it lost less than half of what one slot is worth on a
+// server whose latency does not grow, 1/limit of it, at most
+// latTolerance, and it is within latTolerance of the throughput at the
+// configured concurrency), the extra slot only added latency, and the
+// lower limit stays (the next window tries one less again); if it dropped, the slot is given back and the limit held for
 // latHold before it tries again. After a hold it also tries one slot
 // more, kept only if it adds throughput. It acts only on scopes with a
 // finite configured concurrency above one, never goes below
@@ -25,6 +27,7 @@ type latencyState struct {
 	latLimit int       // the concurrency held; 0 = the configured one
 	latPhase int       // 0: measure at the limit; -1: trying one less; +1: trying one more
 	latBase  float64   // throughput measured at the limit before the trial
+	latRef   float64   // throughput measured at the configured concurrency (0: not yet)
 	latHold  time.Time // no trial before this
 	latStart time.Time // the current window's start
 	latMark  int64     // the gate's OK count then
@@ -85,6 +88,9 @@ func (p *Policy) latTick(now time.Time, g GateState) {
 	switch p.latPhase {
 	case 0:
 		p.latBase = x
+		if cur >= p.conc {
+			p.latRef = x
+		}
 		switch {
 		case now.Before(p.latHold):
 		case cur > floor:
@@ -95,7 +101,7 @@ func (p *Policy) latTick(now time.Time, g GateState) {
 			p.latSet(cur + 1)
 		}
 	case -1:
-		if x >= p.latBase*(1-latTolerance) {
+		if p.latKeep(x, cur+1) {
 			p.debug("latency").Float64("throughput", x).Float64("before", p.latBase).Int("limit", cur).
 				Msg("throttling: one slot less, same throughput: keeping it")
 			p.latBase, p.latPhase = x, 0
@@ -117,6 +123,17 @@ func (p *Policy) latTick(now time.Time, g GateState) {
 		p.latSet(cur - 1)
 		p.latPhase, p.latHold = 0, now.Add(latHoldFor)
 	}
+}
+
+// latKeep reports whether a throughput x measured with one slot less than
+// from keeps that lower limit: x lost less than half of what one slot is
+// worth where throughput grows with concurrency (1/from of it), and at
+// most latTolerance; and, so that small steps cannot add up to a large
+// loss, x is within latTolerance of the throughput measured at the
+// configured concurrency.
+func (p *Policy) latKeep(x float64, from int) bool {
+	tol := min(latTolerance, 0.5/float64(max(from, 1)))
+	return x >= p.latBase*(1-tol) && (p.latRef == 0 || x >= p.latRef*(1-latTolerance))
 }
 
 func (p *Policy) latSet(limit int) {

@@ -290,11 +290,13 @@ type PolicyState struct {
 
 	// Latency control (version 2): the concurrency held (0 = the
 	// configured one), the trial in progress (-1 one slot less, +1 one
-	// more) and the throughput before it, the end of a hold, the current
+	// more) and the throughput before it, the throughput at the configured
+	// concurrency, the end of a hold, the current
 	// window's start and the gate's OK and FullSeconds counters then.
 	LatencyLimit int       `json:"latency_limit,omitempty"`
 	LatencyPhase int       `json:"latency_phase,omitempty"`
 	LatencyBase  float64   `json:"latency_base,omitempty"`
+	LatencyRef   float64   `json:"latency_ref,omitempty"`
 	LatencyHold  time.Time `json:"latency_hold,omitzero"`
 	LatencyStart time.Time `json:"latency_start,omitzero"`
 	LatencyOK    int64     `json:"latency_ok,omitempty"`
@@ -321,6 +323,7 @@ func (p *Policy) State() PolicyState {
 	}
 	if p.latEnabled() {
 		s.LatencyLimit, s.LatencyPhase, s.LatencyBase, s.LatencyHold = p.latLimit, p.latPhase, p.latBase, p.latHold
+		s.LatencyRef = p.latRef
 		s.LatencyStart, s.LatencyOK, s.LatencyFull = p.latStart, p.latMark, p.latFull
 	}
 	return s
@@ -364,6 +367,7 @@ func (p *Policy) SetState(s PolicyState) error {
 	}
 	if p.latEnabled() {
 		p.latLimit, p.latPhase, p.latBase, p.latHold = max(0, s.LatencyLimit), min(max(s.LatencyPhase, -1), 1), s.LatencyBase, s.LatencyHold
+		p.latRef = max(0, s.LatencyRef)
 		p.latStart, p.latMark, p.latFull = s.LatencyStart, s.LatencyOK, s.LatencyFull
 		if p.latLimit >= p.conc {
 			p.latLimit = 0

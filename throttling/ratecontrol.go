@@ -352,6 +352,11 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 		// fast, up to the announced rate if any.
 		p.rcGrowing = rcGrow
 	case p.rcCap > 0:
+		// The server announced its rate: an estimate below it (a short
+		// window) grows back to it, slowly.
+		if p.rcEst < rcCapShare*p.rcCap {
+			p.rcGrowing = rcGrowUnsure
+		}
 	case estErr > rcSure*p.rcEst && (estErr > rcGuess*p.rcEst || p.rcStretch() <= 1):
 		// Grow by a quarter of the relative error per step: the limit is
 		// probably within two errors of the estimate.

@@ -334,3 +334,26 @@ func TestLatencyControlHoldsTheKnee(t *testing.T) {
 		t.Errorf("latency control lost throughput: %d ok vs %d", okOn, okOff)
 	}
 }
+
+// A server whose latency does not grow with load: every slot adds
+// throughput, so latency control keeps the configured concurrency (only
+// its periodic trials of one slot less cost anything), at 8 as at 50,
+// where one slot is worth 2 % of the throughput, less than the tolerance
+// of a single trial: trials are judged against what one slot is worth and
+// against the throughput at the configured concurrency, so that small
+// steps cannot add up to a large loss.
+func TestLatencyControlKeepsAHealthyServersConcurrency(t *testing.T) {
+	for _, conc := range []int{8, 50} {
+		t.Run(fmt.Sprint(conc), func(t *testing.T) {
+			on := rcManager(t, "example.com", "CONCURRENT_REQUESTS_PER_DOMAIN", conc)
+			okOn, inOn := simulateCapacity(on, 1000, 50*time.Millisecond, 120*time.Second)
+			off := rcManager(t, "example.com", "CONCURRENT_REQUESTS_PER_DOMAIN", conc, "THROTTLING_LATENCY_CONTROL", false)
+			okOff, inOff := simulateCapacity(off, 1000, 50*time.Millisecond, 120*time.Second)
+			t.Logf("latency control: %d ok, %.1f in flight; off: %d ok, %.1f in flight", okOn, inOn, okOff, inOff)
+			if inOn < 0.97*float64(conc) || float64(okOn) < 0.97*float64(okOff) {
+				t.Errorf("%.1f in flight, %d ok with latency control; %.1f, %d without: want the configured %d and the same throughput",
+					inOn, okOn, inOff, okOff, conc)
+			}
+		})
+	}
+}
