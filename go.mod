@@ -13,7 +13,7 @@ require (
 	golang.org/x/net v0.62.0
 )
 
-require github.com/dunglas/httpsfv v1.1.2 // indirect
+require github.com/dunglas/httpsfv v1.1.2
 
 require (
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
