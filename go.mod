@@ -13,6 +13,8 @@ require (
 	golang.org/x/net v0.62.0
 )
 
+require github.com/dunglas/httpsfv v1.1.2
+
 require (
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260623181947-01eb4420fa68 // indirect

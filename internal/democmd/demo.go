@@ -188,8 +188,10 @@ func demoCrawlBooks(ctx context.Context, d *demo) error {
 }
 
 // demoCrawlShop follows every link of the rate-limited shop with the
-// default throttling: a burst of 429s at the start, backoff and
-// Retry-After, then a steady pace under the limit. Its stats dump (with
+// default throttling: the shop's RateLimit headers pace the crawl from its
+// first answer (the rate controller), so it gets every page without a 429
+// (without the headers: a burst of 429s at the start, backoff and
+// Retry-After, then a steady pace under the limit). Its stats dump (with
 // the time series) becomes the HTML report.
 func demoCrawlShop(ctx context.Context, d *demo) error {
 	over := map[string]any{"METRICS_SERIES_INTERVAL": 0.25}

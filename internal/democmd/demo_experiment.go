@@ -51,10 +51,10 @@ type experimentConfig struct {
 var experimentConfigs = []experimentConfig{
 	{
 		Name:  "naive pool",
-		About: "global pool only: no per-host limit, no delay, no backoff, no retries",
+		About: "global pool only: no per-host limit, no delay, no backoff, no rate control, no retries",
 		Settings: func(string) map[string]any {
 			return map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0, "DOWNLOAD_DELAY": 0, "BACKOFF_HTTP_CODES": []int{},
-				"BACKOFF_EXCEPTIONS": []string{}, "RETRY_ENABLED": false}
+				"BACKOFF_EXCEPTIONS": []string{}, "RETRY_ENABLED": false, "THROTTLING_RATE_CONTROL": false}
 		},
 	},
 	{
