@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
 	"github.com/gocrawl/gocrawl/throttling"
@@ -251,7 +252,7 @@ func parseRetryAfter(v, date string, now time.Time) (time.Duration, bool) {
 		if n < 0 {
 			return 0, false
 		}
-		return time.Duration(n * float64(time.Second)), true
+		return settings.Duration(n), true
 	}
 	t, err := http.ParseTime(v)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -205,7 +206,7 @@ func currentAge(m *Meta, now time.Time) time.Duration {
 	apparent := max(m.Stored.Sub(responseDate(m)), 0)
 	initial := apparent
 	if v, err := strconv.Atoi(strings.TrimSpace(m.Header.Get("Age"))); err == nil && v > 0 {
-		initial = max(initial, time.Duration(v)*time.Second)
+		initial = max(initial, settings.Duration(float64(v)))
 	}
 	return initial + max(now.Sub(m.Stored), 0)
 }
@@ -236,5 +237,5 @@ func seconds(cc map[string]string, name string) (time.Duration, bool) {
 	if err != nil || n < 0 {
 		return 0, false
 	}
-	return time.Duration(n) * time.Second, true
+	return settings.Duration(float64(n)), true
 }
