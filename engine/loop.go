@@ -60,6 +60,7 @@ type loopState struct {
 	next       func() (*spider.Request, error, bool) // pulls spider.Start
 	stopStarts func()
 	startsDone bool // spider.Start has no more requests
+	sawStart   bool // the first start request was shown to the middlewares
 
 	// Jobs run on reused worker goroutines: a fresh goroutine per request
 	// would grow its stack through the middleware chains every time.
@@ -154,6 +155,10 @@ func (l *loopState) feedStarts() {
 			e.stats.Inc("start_requests/invalid", 1)
 			e.log.Error().Err(err).Msg("invalid start request; skipping it")
 			continue
+		}
+		if !l.sawStart && req != nil && req.URL != nil {
+			l.sawStart = true
+			e.fetch.ObserveStart(req)
 		}
 		e.enqueue(l.ctx, req)
 	}

@@ -132,6 +132,15 @@ type Answerer interface {
 // yourself opts a request out of being answered offline.
 const MetaOffline = "offline"
 
+// StartObserver is implemented by downloader middlewares that need to know
+// the crawl's first start request (the first one spider.Start yields) before
+// any request is fetched: HttpAuth binds credentials without a domain to
+// its host. The engine calls ObserveStart once, with a request that must
+// not be modified.
+type StartObserver interface {
+	ObserveStart(req *spider.Request)
+}
+
 // Closer is implemented by middlewares that hold resources (the HTTP
 // cache's database); they are closed when the crawl ends.
 type Closer interface {
