@@ -9,6 +9,8 @@ require (
 	golang.org/x/net v0.62.0
 )
 
+require golang.org/x/sync v0.24.0 // indirect
+
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/RaduBerinde/axisds v0.1.0 // indirect

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -84,6 +85,10 @@ type Options struct {
 	TLSConfig *tls.Config
 	// Transport replaces the tuned transport altogether; optional.
 	Transport http.RoundTripper
+	// Budget bounds the memory of the bodies being read crawl-wide
+	// (DOWNLOAD_MEMORY_BUDGET); nil means no budget. See Budget and
+	// WithLease.
+	Budget *Budget
 }
 
 // OptionsFromSettings reads the downloader's settings.
@@ -100,6 +105,7 @@ func OptionsFromSettings(s *settings.Settings) Options {
 	if s.Bool("DNSCACHE_ENABLED") {
 		o.DNS = dnscache.New(s.Int("DNSCACHE_SIZE"), s.Seconds("DNS_TIMEOUT"))
 	}
+	o.Budget = NewBudget(MemoryBudget(int64(s.Int("DOWNLOAD_MEMORY_BUDGET"))), o.MaxConns)
 	return o
 }
 
@@ -108,6 +114,7 @@ type Downloader struct {
 	opts   Options
 	client *http.Client
 	dns    *dnscache.Cache
+	budget *Budget
 }
 
 // New returns a downloader.
@@ -116,7 +123,11 @@ func New(opts Options) *Downloader {
 		opts.MaxConns = 100
 	}
 	opts.MaxConnsPerHost = max(opts.MaxConnsPerHost, opts.MaxConns)
-	d := &Downloader{opts: opts, dns: opts.DNS}
+	d := &Downloader{opts: opts, dns: opts.DNS, budget: opts.Budget}
+	if b := opts.Budget; b != nil && (opts.MaxSize == 0 || opts.MaxSize > b.MaxBody()) {
+		opts.Log.Info().Int64("DOWNLOAD_MAXSIZE", opts.MaxSize).Int64("DOWNLOAD_MEMORY_BUDGET", b.Total()).Int64("max_body", b.MaxBody()).
+			Msg("DOWNLOAD_MAXSIZE is above what DOWNLOAD_MEMORY_BUDGET lets one response hold: larger bodies fail with ResponseTooLargeError")
+	}
 	rt := opts.Transport
 	if rt == nil {
 		rt = d.newTransport()
@@ -129,6 +140,9 @@ func New(opts Options) *Downloader {
 	}
 	return d
 }
+
+// Budget returns the crawl's memory budget for bodies (nil when none).
+func (d *Downloader) Budget() *Budget { return d.budget }
 
 // DNS returns the downloader's DNS cache (nil when disabled).
 func (d *Downloader) DNS() *dnscache.Cache { return d.dns }
@@ -197,8 +211,8 @@ func proxyFor(r *http.Request) (*url.URL, error) {
 // errors; errors are *Error values with a Kind.
 func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 	timeout := d.opts.Timeout
-	if v, ok := metaFloat(req, MetaDownloadTimeout); ok {
-		timeout = time.Duration(v * float64(time.Second))
+	if v, ok := metaFloat(req, MetaDownloadTimeout); ok && v >= 0 {
+		timeout = settings.Duration(v)
 	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -233,12 +247,12 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	defer hres.Body.Close()
 
 	maxSize := d.opts.MaxSize
-	if v, ok := metaFloat(req, MetaDownloadMaxSize); ok {
-		maxSize = int64(v)
+	if v, ok := metaBytes(req, MetaDownloadMaxSize); ok {
+		maxSize = v
 	}
 	warnSize := d.opts.WarnSize
-	if v, ok := metaFloat(req, MetaDownloadWarnSize); ok {
-		warnSize = int64(v)
+	if v, ok := metaBytes(req, MetaDownloadWarnSize); ok {
+		warnSize = v
 	}
 	if maxSize > 0 && hres.ContentLength > maxSize {
 		return nil, &Error{Kind: errkind.ResponseTooLarge, URL: req.URL.Redacted(),
@@ -253,6 +267,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 		Protocol: hres.Proto,
 	}
 	var r io.Reader = hres.Body
+	hint := hres.ContentLength
 	if d.opts.Compression && req.GetMethod() != http.MethodHead {
 		r, err = decoder(hres.Header.Get("Content-Encoding"), r)
 		if err != nil {
@@ -261,42 +276,43 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 		if hres.Header.Get("Content-Encoding") != "" {
 			hres.Header.Del("Content-Encoding")
 			hres.Header.Del("Content-Length")
+			hint = -1 // the decoded length is unknown
 		}
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, initialCap(hres.ContentLength, maxSize)))
-	limit := maxSize
-	if limit > 0 {
-		r = io.LimitReader(r, limit+1)
+	lease := leaseFrom(ctx)
+	if lease == nil && d.budget != nil {
+		lease = d.budget.Lease(true)
+		defer lease.Release()
 	}
-	n, err := buf.ReadFrom(r)
-	if err != nil {
+	br := bodyReader{limit: maxSize, hint: hint, lease: lease, warnAt: warnSize}
+	if lease != nil {
+		br.maxHold = lease.b.maxHold()
+	}
+	if warnSize > 0 {
+		br.warn = func(n int64) {
+			d.opts.Log.Warn().Str("url", req.URL.Redacted()).Int64("bytes_so_far", n).Int64("warnsize", warnSize).
+				Msg("response is larger than DOWNLOAD_WARNSIZE")
+		}
+	}
+	data, err := br.read(ctx, r)
+	lease.doneGrowing()
+	switch {
+	case errors.Is(err, errTooLarge):
+		return nil, &Error{Kind: errkind.ResponseTooLarge, URL: req.URL.Redacted(),
+			Err: fmt.Errorf("body exceeds the maximum size %d bytes (DOWNLOAD_MAXSIZE)", maxSize)}
+	case errors.Is(err, errBudget):
+		return nil, &Error{Kind: errkind.ResponseTooLarge, URL: req.URL.Redacted(),
+			Err: fmt.Errorf("body exceeds %d bytes, the most the memory budget lets one response hold (DOWNLOAD_MEMORY_BUDGET)", lease.b.MaxBody())}
+	case err != nil:
 		if errors.Is(err, io.ErrUnexpectedEOF) && !failOnDataLoss(req, d.opts.FailOnDataLoss) && ctx.Err() == nil {
 			res.Flags = append(res.Flags, "truncated")
 		} else {
+			lease.Release()
 			return nil, classify(ctx, req, err)
 		}
 	}
-	if limit > 0 && n > limit {
-		return nil, &Error{Kind: errkind.ResponseTooLarge, URL: req.URL.Redacted(),
-			Err: fmt.Errorf("body exceeds the maximum size %d bytes (DOWNLOAD_MAXSIZE)", maxSize)}
-	}
-	if warnSize > 0 && n > warnSize {
-		d.opts.Log.Warn().Str("url", req.URL.Redacted()).Int64("bytes", n).Int64("warnsize", warnSize).
-			Msg("response is larger than DOWNLOAD_WARNSIZE")
-	}
-	res.Body = buf.Bytes()
+	res.Body = data
 	return res, nil
-}
-
-func initialCap(contentLength, maxSize int64) int64 {
-	c := int64(16 << 10)
-	if contentLength > 0 {
-		c = contentLength + 512
-	}
-	if maxSize > 0 && c > maxSize+1 {
-		c = maxSize + 1
-	}
-	return min(c, 8<<20)
 }
 
 func failOnDataLoss(req *spider.Request, def bool) bool {
@@ -304,6 +320,20 @@ func failOnDataLoss(req *spider.Request, def bool) bool {
 		return v
 	}
 	return def
+}
+
+// metaBytes reads a size in bytes from meta: a non-negative finite number
+// (larger than an int64 counts as the largest int64). Other values are
+// ignored.
+func metaBytes(req *spider.Request, key string) (int64, bool) {
+	v, ok := metaFloat(req, key)
+	if !ok || v < 0 || math.IsNaN(v) {
+		return 0, false
+	}
+	if v >= math.MaxInt64 {
+		return math.MaxInt64, true
+	}
+	return int64(v), true
 }
 
 func metaFloat(req *spider.Request, key string) (float64, bool) {

@@ -282,7 +282,7 @@ func TestWarnSizeLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := logs.b.String()
-	if !strings.Contains(out, "DOWNLOAD_WARNSIZE") || !strings.Contains(out, srv.URL) || !strings.Contains(out, `"bytes":10240`) {
+	if !strings.Contains(out, "DOWNLOAD_WARNSIZE") || !strings.Contains(out, srv.URL) || !strings.Contains(out, `"bytes_so_far":`) {
 		t.Errorf("no size warning logged: %q", out)
 	}
 	logs.b.Reset()

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gocrawl/gocrawl/downloader"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/scheduler"
@@ -41,10 +42,14 @@ type run struct {
 func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 	r := &run{job: job}
 	ack := true
+	// The body's memory is counted from its first byte until the callback
+	// is done with it (DOWNLOAD_MEMORY_BUDGET).
+	lease := e.dl.Budget().Lease(true)
 	defer func() {
+		lease.Release()
 		e.events <- event{kind: evFinished, job: job, ack: ack}
 	}()
-	dctx := ctx // cancelled by Abort
+	dctx := downloader.WithLease(ctx, lease) // cancelled by Abort
 
 	if !job.Admitted && !e.admit(job) {
 		e.events <- event{kind: evDownloaded}
@@ -191,7 +196,12 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 			return nil, err
 		}
 		r := &run{job: &scheduler.Job{Req: req, Scopes: scopes, Admitted: true, SentAt: sentAt}}
-		res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(ctx, runKey{}, r), sentAt), req)
+		// Counted while it is read, never waiting: the caller (a callback,
+		// a job waiting for robots.txt) may hold budget itself.
+		lease := e.dl.Budget().Lease(false)
+		fctx := downloader.WithLease(throttling.WithSentAt(context.WithValue(ctx, runKey{}, r), sentAt), lease)
+		res, err := e.fetch.Fetch(fctx, req)
+		lease.Release()
 		if !r.reported {
 			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
 		}

@@ -22,6 +22,7 @@ func init() {
 
 		{Name: "DOWNLOAD_TIMEOUT", Type: NonNegative(Float), Default: 180.0, Doc: "Seconds before a download is abandoned with DownloadTimeoutError."},
 		{Name: "DOWNLOAD_MAXSIZE", Type: NonNegative(Int), Default: 1 << 30, Doc: "Maximum response body size in bytes, after decompression; larger responses are cancelled (0 = no limit)."},
+		{Name: "DOWNLOAD_MEMORY_BUDGET", Type: NonNegative(Int), Default: 0, Doc: "Bytes that response bodies may hold in memory crawl-wide, from the first byte read until the callback is done with the response (0 = a quarter of the memory available to the process: physical memory or the cgroup limit, whichever is smaller; 1 GiB when unknown). Downloads wait for room; one response may hold at most a third of it."},
 		{Name: "DOWNLOAD_WARNSIZE", Type: NonNegative(Int), Default: 32 << 20, Doc: "Response size in bytes above which a warning is logged (0 = never)."},
 		{Name: "DOWNLOAD_FAIL_ON_DATALOSS", Type: Bool, Default: true, Doc: "Fail responses whose body is shorter than Content-Length with ResponseDataLossError; if false, pass them on flagged \"truncated\"."},
 		{Name: "COMPRESSION_ENABLED", Type: Bool, Default: true, Doc: "Ask for and decode gzip, deflate and br responses."},
