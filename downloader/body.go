@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime/debug"
+	"sync/atomic"
 )
 
 // This file reads a response body into memory under its size limit and
 // the crawl's memory budget. The buffer grows geometrically but never past
-// the limit (a bytes.Buffer would double to twice the limit), and every
-// growth is counted in the lease before it is allocated; so a body costs
-// at most its limit plus a small constant, however much the server sends
-// and however well it compresses. The growth policy lives in nextCap alone,
-// so a pool of buffers can later hand out the first buffer.
+// the limit (a bytes.Buffer would double to twice the limit), every growth
+// is counted in the lease before it is allocated, and the buffers left
+// behind by large growths are returned to the system at once
+// (releaseGarbage); so a body costs at most its limit plus a small
+// constant, however much the server sends and however well it compresses.
+// The growth policy lives in nextCap alone, so a pool of buffers can later
+// hand out the first buffer.
 
 // Sizes of the body buffer.
 const (
@@ -21,7 +25,27 @@ const (
 	// maxHintBuf bounds the first buffer a Content-Length may ask for:
 	// a server may announce a length it never sends.
 	maxHintBuf = 8 << 20
+	// gcAfterGrowth: after a buffer of this size or more is replaced by a
+	// larger one, the garbage is collected and returned to the system.
+	gcAfterGrowth = 8 << 20
 )
+
+// freeing is set while releaseGarbage runs.
+var freeing atomic.Bool
+
+// releaseGarbage collects the buffers a growing body left behind and
+// returns their pages to the system. Without it the series of earlier
+// buffers (together as large as the last one) would stay resident until
+// the heap doubled, and a body would cost twice its limit; with it, the
+// new buffer's pages become resident only as the body fills them, so a
+// body costs its limit plus a few megabytes. One call at a time suffices
+// for every growing body.
+func releaseGarbage() {
+	if freeing.CompareAndSwap(false, true) {
+		debug.FreeOSMemory()
+		freeing.Store(false)
+	}
+}
 
 // errTooLarge is returned by readBody when the body has more than limit
 // bytes; errBudget when it does not fit in what the memory budget allows
@@ -71,8 +95,12 @@ func (b *bodyReader) read(ctx context.Context, r io.Reader) ([]byte, error) {
 			}
 			nb := make([]byte, len(buf), next)
 			copy(nb, buf)
+			old := cap(buf)
 			buf = nb
 			b.lease.shrink(next)
+			if old >= gcAfterGrowth {
+				releaseGarbage()
+			}
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -92,8 +120,10 @@ func (b *bodyReader) read(ctx context.Context, r io.Reader) ([]byte, error) {
 // nextCap returns the capacity of the next buffer when one of capacity
 // cur is full: the Content-Length (plus one byte, to see EOF without
 // growing again) for the first one, otherwise double, never above the
-// limit or what the budget allows. errTooLarge or errBudget say that the
-// buffer cannot grow.
+// limit or what the budget allows. A buffer that would pass half the limit
+// grows to the limit at once, so that the old and new buffers together
+// never hold more than 1.5 × the limit. errTooLarge or errBudget say that
+// the buffer cannot grow.
 func (b *bodyReader) nextCap(cur int) (int64, error) {
 	c := int64(cur)
 	next := 2 * c
@@ -107,6 +137,9 @@ func (b *bodyReader) nextCap(cur int) (int64, error) {
 	if b.limit > 0 {
 		if c >= b.limit {
 			return 0, errTooLarge
+		}
+		if next > b.limit/2 && (c > 0 || b.hint < 0) {
+			next = b.limit
 		}
 		next = min(next, b.limit)
 	}

@@ -179,3 +179,31 @@ func TestBudgetNoWaitLeaseNeverBlocks(t *testing.T) {
 	l.Release()
 	rest.Release()
 }
+
+func TestBodyReaderGrowthHoldsAtMostOneAndAHalfLimits(t *testing.T) {
+	for _, limit := range []int64{33 << 10, 50 << 10, 64 << 10, 100_000, 1 << 20} {
+		b := bodyReader{limit: limit, hint: -1}
+		cur := 0
+		for {
+			next, err := b.nextCap(cur)
+			if err != nil {
+				break
+			}
+			if int64(cur)+next > limit*3/2 {
+				t.Errorf("limit %d: growing %d -> %d holds %d, above 1.5 × the limit", limit, cur, next, int64(cur)+next)
+			}
+			if next > limit {
+				t.Errorf("limit %d: buffer of %d", limit, next)
+			}
+			cur = int(next)
+		}
+		if int64(cur) != limit {
+			t.Errorf("limit %d: last buffer %d", limit, cur)
+		}
+	}
+	// A Content-Length below the limit is allocated exactly.
+	b := bodyReader{limit: 1 << 20, hint: 700 << 10}
+	if next, _ := b.nextCap(0); next != 700<<10+1 {
+		t.Errorf("first buffer for Content-Length 700 KiB: %d", next)
+	}
+}

@@ -1,0 +1,188 @@
+// Package hostile is a web server that misbehaves on purpose, for
+// gocrawl's hardening tests (docs/security.md): endless bodies,
+// compression bombs, robots.txt files that fail or hang, redirects to
+// internal addresses, absurd header values. The tests of this package run
+// the gocrawl binary against it in a child process and measure what the
+// crawl costs from outside (peak RSS, time).
+//
+// A Server serves, on 127.0.0.1:
+//
+//	/endless             an endless body of "x", no Content-Length
+//	/bomb/gzip           BombSize zero bytes, gzip-compressed (likewise
+//	/bomb/deflate         deflate and br): a few hundred kilobytes on the
+//	/bomb/br              wire, BombSize bytes once decoded
+//	/page/N?links=a,b    an HTML page linking to /page/a and /page/b
+//	/slow?d=SECONDS      a page that answers after SECONDS
+//	/refresh?secs=S      a page with "Refresh: S; url=/page/refreshed"
+//	/redirect?to=URL     a 302 to URL
+//	/robots.txt          the RobotsTxt handler (default: allow everything)
+//
+// Every request is recorded (Hits).
+package hostile
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/andybalholm/brotli"
+)
+
+// Server is a hostile site. Create it with New, stop it with Close.
+type Server struct {
+	*httptest.Server
+	// BombSize is the decoded size of the compression bombs.
+	BombSize int64
+
+	mu     sync.Mutex
+	robots http.HandlerFunc
+	hits   []string
+	bombs  map[string][]byte
+}
+
+// New starts a server on addr ("127.0.0.1:0" when empty) whose bombs
+// decode to bombSize bytes.
+func New(addr string, bombSize int64) (*Server, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{BombSize: bombSize, bombs: map[string][]byte{}}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Listener.Close()
+	s.Listener = l
+	s.Start()
+	return s, nil
+}
+
+// SetRobots replaces the robots.txt handler (nil: allow everything).
+func (s *Server) SetRobots(h http.HandlerFunc) {
+	s.mu.Lock()
+	s.robots = h
+	s.mu.Unlock()
+}
+
+// Hits returns the paths (with query) requested so far, in order.
+func (s *Server) Hits() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.hits...)
+}
+
+// Count returns how many requests had path p (without query).
+func (s *Server) Count(p string) int {
+	n := 0
+	for _, h := range s.Hits() {
+		if path, _, _ := strings.Cut(h, "?"); path == p {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.hits = append(s.hits, r.URL.RequestURI())
+	robots := s.robots
+	s.mu.Unlock()
+	q := r.URL.Query()
+	switch p := r.URL.Path; {
+	case p == "/robots.txt":
+		if robots != nil {
+			robots(w, r)
+			return
+		}
+		io.WriteString(w, "User-agent: *\nAllow: /\n")
+	case p == "/endless":
+		w.Header().Set("Content-Type", "text/html")
+		chunk := bytes.Repeat([]byte("x"), 64<<10)
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	case strings.HasPrefix(p, "/bomb/"):
+		enc := strings.TrimPrefix(p, "/bomb/")
+		body, err := s.bomb(enc)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Encoding", enc)
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body)
+	case strings.HasPrefix(p, "/page/"):
+		w.Header().Set("Content-Type", "text/html")
+		var b strings.Builder
+		fmt.Fprintf(&b, "<html><head><title>%s</title></head><body>", strings.TrimPrefix(p, "/page/"))
+		for _, l := range strings.Split(q.Get("links"), ",") {
+			if l != "" {
+				fmt.Fprintf(&b, `<a href="/page/%s">%s</a>`, l, l)
+			}
+		}
+		b.WriteString("</body></html>")
+		io.WriteString(w, b.String())
+	case p == "/slow":
+		d, _ := strconv.ParseFloat(q.Get("d"), 64)
+		select {
+		case <-time.After(time.Duration(d * float64(time.Second))):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><title>slow</title></html>")
+	case p == "/refresh":
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Refresh", q.Get("secs")+"; url=/page/refreshed")
+		io.WriteString(w, "<html><title>refresh</title></html>")
+	case p == "/redirect":
+		http.Redirect(w, r, q.Get("to"), http.StatusFound)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// bomb returns BombSize zero bytes compressed with enc, built once.
+func (s *Server) bomb(enc string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.bombs[enc]; ok {
+		return b, nil
+	}
+	var buf bytes.Buffer
+	var w io.WriteCloser
+	switch enc {
+	case "gzip":
+		w, _ = gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	case "deflate":
+		w, _ = flate.NewWriter(&buf, flate.BestCompression)
+	case "br":
+		w = brotli.NewWriterLevel(&buf, 5)
+	default:
+		return nil, fmt.Errorf("unknown encoding %q", enc)
+	}
+	zeros := make([]byte, 1<<20)
+	for left := s.BombSize; left > 0; left -= int64(len(zeros)) {
+		if _, err := w.Write(zeros[:min(left, int64(len(zeros)))]); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	s.bombs[enc] = buf.Bytes()
+	return buf.Bytes(), nil
+}
