@@ -12,8 +12,11 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/gocrawl/gocrawl/internal/privfs"
 )
 
 // FormatVersion is the version of the job directory layout (key prefixes
@@ -79,6 +82,9 @@ type Options struct {
 	// takes the lock: a job in use by a crawl is refused with ErrLocked.
 	// Used by `gocrawl jobs inspect`, with an empty spider name (any).
 	ReadOnly bool
+	// FS replaces the operating system's file system under Pebble (tests
+	// inject faults with it); nil means the real one.
+	FS vfs.FS
 }
 
 // DefaultSyncInterval is the default Options.SyncInterval.
@@ -124,8 +130,16 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 		if !dbExists(stateDir) {
 			return nil, fmt.Errorf("JOBDIR %s: no job here (no %s folder)", dir, stateDirName)
 		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("JOBDIR %s: %w", dir, err)
+	} else {
+		// The job holds queued requests with their Authorization headers
+		// and proxy passwords: private to the user.
+		tightened, err := privfs.MkdirAll(dir)
+		if err != nil {
+			return nil, fmt.Errorf("JOBDIR %s: %w", dir, err)
+		}
+		if tightened {
+			opts.Log.Warn().Str("jobdir", dir).Msg("JOBDIR was readable by other users; made it private (0700): it holds queued requests' credentials")
+		}
 	}
 	// Pebble locks its folder too, but only our lock gives a clear message
 	// (and covers the reset below).
@@ -148,6 +162,7 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 		ErrorIfNotExists: exists,
 		ReadOnly:         opts.ReadOnly,
 		Logger:           quietLogger{},
+		FS:               privfs.FS(opts.FS),
 		// A larger memtable than Pebble's 4 MB default absorbs a queue's
 		// push-then-delete churn before it reaches the disk.
 		MemTableSize: 32 << 20,
@@ -189,7 +204,7 @@ func dbExists(dir string) bool {
 }
 
 func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, privfs.FilePerm)
 	if err != nil {
 		return nil, err
 	}

@@ -113,6 +113,10 @@ func (m *Monitor) Start(c Crawl) error {
 		}
 		m.srv = srv
 		cr.Log.Info().Str("addr", "http://"+srv.Addr()+"/metrics").Msg("serving Prometheus metrics")
+		if AllInterfaces(addr) {
+			cr.Log.Warn().Str("METRICS_ADDR", addr).
+				Msg("the metrics endpoint listens on every network interface: anyone who can reach this machine can read the crawl's hosts and stats; use 127.0.0.1:PORT to keep it local")
+		}
 	}
 	m.rec.Begin(m.clock.Now())
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,7 +11,7 @@
 //	/bomb/gzip           BombSize zero bytes, gzip-compressed (likewise
 //	/bomb/deflate         deflate and br): a few hundred kilobytes on the
 //	/bomb/br              wire, BombSize bytes once decoded
-//	/page/N?links=a,b    an HTML page linking to /page/a and /page/b
+//	/page/N?links=a_b    an HTML page linking to /page/a and /page/b
 //	/slow?d=SECONDS      a page that answers after SECONDS
 //	/refresh?secs=S      a page with "Refresh: S; url=/page/refreshed"
 //	/redirect?to=URL     a 302 to URL
@@ -128,7 +128,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		var b strings.Builder
 		fmt.Fprintf(&b, "<html><head><title>%s</title></head><body>", strings.TrimPrefix(p, "/page/"))
-		for _, l := range strings.Split(q.Get("links"), ",") {
+		for _, l := range strings.Split(q.Get("links"), "_") {
 			if l != "" {
 				fmt.Fprintf(&b, `<a href="/page/%s">%s</a>`, l, l)
 			}

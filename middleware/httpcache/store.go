@@ -10,12 +10,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/gocrawl/gocrawl/internal/privfs"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -64,9 +64,11 @@ type StoreOptions struct {
 
 // Open opens (creating it if needed) the cache database in dir.
 func Open(dir string, o StoreOptions) (*Store, error) {
-	opts := &pebble.Options{Logger: quietLogger{}, FS: o.FS}
+	// The cache holds Set-Cookie values and pages behind logins: private
+	// to the user (folders 0700, files 0600).
+	opts := &pebble.Options{Logger: quietLogger{}, FS: privfs.FS(o.FS)}
 	if o.FS == nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if _, err := privfs.MkdirAll(dir); err != nil {
 			return nil, fmt.Errorf("HTTP cache folder %s: %w", dir, err)
 		}
 	}
