@@ -4,6 +4,10 @@
 // size limits enforced while streaming and after decompression (gzip,
 // deflate, br), so a decompression bomb stops at the limit.
 //
+// With a netguard.Guard (SSRF_PROTECTION_ENABLED) connections to internal
+// addresses are refused after DNS resolution, with a
+// *netguard.BlockedError.
+//
 // Failures are *Error values with a kind from package errkind
 // (DownloadFailed, DownloadTimeout, ResponseDataLoss, ResponseTooLarge) that
 // settings such as BACKOFF_EXCEPTIONS and RETRY_EXCEPTIONS match by name.
@@ -26,10 +30,12 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/andybalholm/brotli"
@@ -37,6 +43,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/dnscache"
 	"github.com/gocrawl/gocrawl/errkind"
+	"github.com/gocrawl/gocrawl/netguard"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -85,6 +92,9 @@ type Options struct {
 	TLSConfig *tls.Config
 	// Transport replaces the tuned transport altogether; optional.
 	Transport http.RoundTripper
+	// Guard refuses connections to internal addresses
+	// (SSRF_PROTECTION_ENABLED); nil allows every address.
+	Guard *netguard.Guard
 	// Budget bounds the memory of the bodies being read crawl-wide
 	// (DOWNLOAD_MEMORY_BUDGET); nil means no budget. See Budget and
 	// WithLease.
@@ -105,6 +115,7 @@ func OptionsFromSettings(s *settings.Settings) Options {
 	if s.Bool("DNSCACHE_ENABLED") {
 		o.DNS = dnscache.New(s.Int("DNSCACHE_SIZE"), s.Seconds("DNS_TIMEOUT"))
 	}
+	o.Guard, _ = netguard.FromSettings(s) // SSRF_PROTECTION_ALLOW is checked when it is set
 	o.Budget = NewBudget(MemoryBudget(int64(s.Int("DOWNLOAD_MEMORY_BUDGET"))), o.MaxConns)
 	return o
 }
@@ -149,6 +160,22 @@ func (d *Downloader) DNS() *dnscache.Cache { return d.dns }
 
 func (d *Downloader) newTransport() *http.Transport {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if g := d.opts.Guard; g != nil {
+		// The address actually connected to, after DNS: a name that
+		// resolves, or re-resolves, to an internal address is refused.
+		// A proxy the crawl was told to use is not checked (Fetch checks
+		// the target of a proxied request instead).
+		dialer.ControlContext = func(ctx context.Context, network, address string, _ syscall.RawConn) error {
+			if _, proxied := ctx.Value(proxyKey{}).(*url.URL); proxied {
+				return nil
+			}
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return nil
+			}
+			return g.CheckAddr(ap.Addr())
+		}
+	}
 	dial := dialer.DialContext
 	if d.dns != nil {
 		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -225,6 +252,9 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 			return nil, &Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: errors.New("invalid proxy meta (not a URL)")}
 		}
 		ctx = context.WithValue(ctx, proxyKey{}, pu)
+		if err := d.checkProxied(ctx, req); err != nil {
+			return nil, err
+		}
 	}
 	var body io.Reader
 	if len(req.Body) > 0 {
@@ -242,6 +272,11 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	}
 	hres, err := d.client.Do(hreq)
 	if err != nil {
+		var blocked *netguard.BlockedError
+		if errors.As(err, &blocked) {
+			blocked.Host = req.URL.Hostname()
+			return nil, blocked
+		}
 		return nil, classify(ctx, req, err)
 	}
 	defer hres.Body.Close()
@@ -404,6 +439,44 @@ func classify(ctx context.Context, req *spider.Request, err error) error {
 		return &Error{Kind: errkind.ResponseDataLoss, URL: u, Err: err}
 	}
 	return &Error{Kind: errkind.DownloadFailed, URL: u, Err: err}
+}
+
+// checkProxied applies the SSRF guard to the target of a request sent
+// through a proxy, which resolves and connects to it itself: the target's
+// name is resolved here and every address checked. (The proxy may resolve
+// it differently; a proxy of your own should refuse internal addresses
+// too.)
+func (d *Downloader) checkProxied(ctx context.Context, req *spider.Request) error {
+	g := d.opts.Guard
+	if g == nil {
+		return nil
+	}
+	host := req.URL.Hostname()
+	if err := g.CheckHost(host); err != nil {
+		return err
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	var addrs []string
+	var err error
+	if d.dns != nil {
+		addrs, err = d.dns.Lookup(ctx, host)
+	} else {
+		addrs, err = net.DefaultResolver.LookupHost(ctx, host)
+	}
+	if err != nil {
+		return nil // the proxy reports what it cannot resolve
+	}
+	for _, a := range addrs {
+		if ip, perr := netip.ParseAddr(a); perr == nil {
+			if err := g.CheckAddr(ip); err != nil {
+				err.(*netguard.BlockedError).Host = host
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Close closes the idle connections of the downloader's transport. The

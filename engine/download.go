@@ -11,6 +11,7 @@ import (
 	"github.com/gocrawl/gocrawl/downloader"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/middleware"
+	"github.com/gocrawl/gocrawl/netguard"
 	"github.com/gocrawl/gocrawl/scheduler"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
@@ -128,6 +129,16 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 	}
 	res, err := e.dl.Fetch(ctx, req)
 	now := e.clock.Now()
+	if errors.Is(err, netguard.ErrBlocked) {
+		// Refused before anything was sent: no feedback, no download
+		// error, a drop with its reason.
+		if r != nil && !r.reported {
+			r.reported = true
+			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
+		}
+		e.log.Warn().Str("url", req.URL.Redacted()).Err(err).Msg("request refused by the SSRF protection")
+		return nil, &middleware.DropError{Reason: netguard.DropReason, Err: err}
+	}
 	// Cut short by Abort, or by the caller of Download giving up: not the
 	// server's doing, so no backoff feedback and no download error.
 	aborted := err != nil && (e.abortCtx.Err() != nil || ctx.Err() != nil)

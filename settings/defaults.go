@@ -1,6 +1,28 @@
 package settings
 
-import "github.com/gocrawl/gocrawl/internal/version"
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/gocrawl/gocrawl/internal/version"
+)
+
+// networkList is a list of CIDR prefixes or single addresses.
+var networkList = NewType("list of networks (CIDR such as 10.1.0.0/16, or addresses)", func(v any) (any, error) {
+	l, err := StringList.Convert(v)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range l.([]string) {
+		if _, err := netip.ParsePrefix(n); err == nil {
+			continue
+		}
+		if _, err := netip.ParseAddr(n); err != nil {
+			return nil, fmt.Errorf("%q is neither a network (10.1.0.0/16) nor an address (10.0.0.5)", n)
+		}
+	}
+	return l, nil
+})
 
 // Core crawler, engine and downloader settings. Each area of gocrawl keeps
 // its settings in a defaults_<area>.go file of this package so that
@@ -29,6 +51,8 @@ func init() {
 		{Name: "DNSCACHE_ENABLED", Type: Bool, Default: true, Doc: "Cache DNS lookups in memory (also the source of IP throttling scopes)."},
 		{Name: "DNSCACHE_SIZE", Type: NonNegative(Int), Default: 10000, Doc: "Maximum number of host names kept in the DNS cache."},
 		{Name: "DNS_TIMEOUT", Type: NonNegative(Float), Default: 60.0, Doc: "Seconds before a DNS lookup fails."},
+		{Name: "SSRF_PROTECTION_ENABLED", Type: Bool, Default: false, Doc: "Refuse requests to loopback, link-local (169.254.169.254), private, shared, unspecified, broadcast and multicast addresses: on redirects and, after DNS, on every connection; refused requests are dropped (engine/dropped/blocked_address). Turn it on when a crawl follows links or redirects from untrusted sites on a machine that can reach internal services."},
+		{Name: "SSRF_PROTECTION_ALLOW", Type: networkList, Default: []string{}, Doc: "Networks (CIDR such as 10.1.0.0/16) or addresses the SSRF protection lets through: the internal hosts a crawl is meant to reach."},
 		{Name: "DEFAULT_REQUEST_HEADERS", Type: Map, Default: map[string]any{
 			"Accept":          "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
 			"Accept-Language": "en",
