@@ -156,8 +156,17 @@ type RescheduleError struct {
 	Requests []*spider.Request
 	// Reason for the stats and logs ("retry", "redirect").
 	Reason string
+	// Err is what caused it, when an error did (errors.Is and errors.As
+	// see it), or nil.
+	Err error
 }
 
 func (e *RescheduleError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("rescheduled (%s) as %d request(s): %v", e.Reason, len(e.Requests), e.Err)
+	}
 	return fmt.Sprintf("rescheduled (%s) as %d request(s)", e.Reason, len(e.Requests))
 }
+
+// Unwrap returns Err.
+func (e *RescheduleError) Unwrap() error { return e.Err }

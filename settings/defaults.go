@@ -58,6 +58,7 @@ func init() {
 			"Accept-Language": "en",
 		}, Doc: "Headers added to every request that does not set them."},
 
+		{Name: "SHUTDOWN_GRACE", Type: NonNegative(Float), Default: 5.0, Doc: "Seconds in-flight downloads get to finish after a graceful stop (first Ctrl-C, CLOSESPIDER_*) before they are cancelled; requests not yet sent, or cancelled, stay queued (a JOBDIR crawl sends them when it resumes)."},
 		{Name: "CLOSESPIDER_TIMEOUT", Type: NonNegative(Float), Default: 0.0, Doc: "Close the spider after this many seconds (0 = never)."},
 		{Name: "CLOSESPIDER_ITEMCOUNT", Type: NonNegative(Int), Default: 0, Doc: "Close the spider after this many items (0 = never)."},
 		{Name: "CLOSESPIDER_PAGECOUNT", Type: NonNegative(Int), Default: 0, Doc: "Close the spider after this many responses (0 = never)."},

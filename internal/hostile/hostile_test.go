@@ -68,7 +68,9 @@ func gocrawl(t *testing.T, timeout time.Duration, args ...string) run {
 	return gocrawlIn(t, t.TempDir(), timeout, nil, args...)
 }
 
-func gocrawlIn(t *testing.T, dir string, timeout time.Duration, prepare func(*exec.Cmd), args ...string) run {
+// gocrawlIn is gocrawl in dir; during, when not nil, runs on its own
+// goroutine once the process has started (to send it signals).
+func gocrawlIn(t *testing.T, dir string, timeout time.Duration, during func(*os.Process), args ...string) run {
 	t.Helper()
 	statsFile := filepath.Join(dir, "stats.json")
 	if len(args) > 0 && args[0] == "run" {
@@ -83,11 +85,14 @@ func gocrawlIn(t *testing.T, dir string, timeout time.Duration, prepare func(*ex
 	cmd.Env = cleanEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if prepare != nil {
-		prepare(cmd)
-	}
 	start := time.Now()
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		if during != nil {
+			go during(cmd.Process)
+		}
+		err = cmd.Wait()
+	}
 	r := run{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start), dir: dir}
 	if ctx.Err() != nil {
 		t.Fatalf("gocrawl %s: still running after %v; killed\nstderr:\n%s", strings.Join(args, " "), timeout, tail(r.stderr))
