@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -37,6 +38,9 @@ func openJob(s *settings.Settings, sp spider.Spider, fresh bool, feeds []*feed.E
 		return nil, nil
 	}
 	j, err := jobdir.Open(dir, sp.Name(), jobdir.Options{Reset: fresh || s.Bool("JOBDIR_RESET"), Log: log})
+	if errors.Is(err, jobdir.ErrWrite) {
+		return nil, err // a full disk: exit status 1, resume once it is fixed
+	}
 	if err != nil {
 		return nil, UsageError(err)
 	}

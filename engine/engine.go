@@ -108,6 +108,12 @@ type Result struct {
 	Elapsed time.Duration
 	// Stats is the final snapshot of the stats.
 	Stats map[string]float64
+	// Err is the error that stopped the crawl early, nil when it ended
+	// normally or was stopped on purpose: the job directory or a feed
+	// could not be written (a full disk), or the scheduler failed.
+	// Reason then says which ("jobdir_error", "feed_error",
+	// "scheduler_error"). The gocrawl command exits with status 1.
+	Err error
 }
 
 // Engine runs one spider. Create it with New, run it once with Run.
@@ -157,6 +163,10 @@ type Engine struct {
 
 	// Counters updated for every request, looked up once.
 	cRequests, cGets, cResponses, cBytes, cOK, cExceptions *stats.Counter
+
+	// fatal is the first error that stopped the crawl (Result.Err).
+	fatalMu sync.Mutex
+	fatal   error
 
 	items, pages, errs atomic.Int64
 	waitingAdmission   atomic.Int64
@@ -321,7 +331,30 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	elapsed := e.clock.Now().Sub(start)
 	e.finishStats(elapsed, reason)
 	closeErr := e.close(context.WithoutCancel(cctx), reason)
-	return &Result{Reason: reason, Elapsed: elapsed, Stats: e.stats.Snapshot()}, closeErr
+	return &Result{Reason: reason, Elapsed: elapsed, Stats: e.stats.Snapshot(), Err: e.fatalErr()}, closeErr
+}
+
+// fail stops the crawl because of err, which Run reports as Result.Err
+// with reason; only the first failure is kept. Nothing new is sent;
+// in-flight work finishes as in Stop.
+func (e *Engine) fail(reason string, err error) {
+	e.fatalMu.Lock()
+	first := e.fatal == nil
+	if first {
+		e.fatal = err
+	}
+	e.fatalMu.Unlock()
+	if first {
+		e.log.Error().Err(err).Str("reason", reason).Msg("stopping the crawl: it cannot go on")
+		e.stats.Inc("engine/fatal_errors", 1)
+	}
+	e.Stop(reason)
+}
+
+func (e *Engine) fatalErr() error {
+	e.fatalMu.Lock()
+	defer e.fatalMu.Unlock()
+	return e.fatal
 }
 
 func (e *Engine) open(ctx context.Context) error {

@@ -2,11 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"iter"
 	"sync"
 	"time"
 
 	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/scheduler"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -177,9 +180,8 @@ func (l *loopState) startRequests() (wake time.Duration) {
 		}
 		job, w, err := e.sched.Next(l.ctx, now)
 		if err != nil {
-			e.log.Error().Err(err).Msg("scheduler failed; stopping the crawl")
 			e.stats.Inc("scheduler/errors", 1)
-			e.Stop("scheduler_error")
+			e.fail(storageReason(err), fmt.Errorf("scheduler: %w", err))
 			return 0
 		}
 		if job == nil {
@@ -290,9 +292,19 @@ func (l *loopState) handleEvents(ev event) {
 			l.inflight--
 		case evFinished:
 			l.active--
-			if ev.ack {
+			// After a failure that stops the crawl (the job directory or a
+			// feed cannot be written) nothing more is acknowledged: those
+			// jobs' items may be lost, so a resumed job fetches them again.
+			if ev.ack && e.fatalErr() == nil {
 				if err := e.sched.Done(l.ctx, ev.job); err != nil {
-					e.log.Error().Err(err).Str("url", ev.job.Req.URL.Redacted()).Msg("scheduler could not acknowledge a finished request")
+					if errors.Is(err, pqueue.ErrStorage) {
+						// The job directory cannot be written (a full disk):
+						// the request stays queued; stop rather than go on
+						// fetching what cannot be recorded.
+						e.fail("jobdir_error", fmt.Errorf("acknowledging %s: %w", ev.job.Req.URL.Redacted(), err))
+					} else {
+						e.log.Error().Err(err).Str("url", ev.job.Req.URL.Redacted()).Msg("scheduler could not acknowledge a finished request")
+					}
 				}
 			}
 		}
@@ -310,11 +322,24 @@ func (e *Engine) enqueue(ctx context.Context, req *spider.Request) {
 	}
 	ok, err := e.sched.Enqueue(ctx, req)
 	if err != nil {
+		if errors.Is(err, pqueue.ErrStorage) {
+			e.fail("jobdir_error", fmt.Errorf("queueing %s: %w", req.URL.Redacted(), err))
+			return
+		}
 		e.stats.Inc("scheduler/rejected", 1)
 		e.log.Error().Err(err).Str("url", req.URL.Redacted()).Msg("request rejected by the scheduler")
 		return
 	}
 	_ = ok
+}
+
+// storageReason is the reason a scheduler error stops the crawl with:
+// "jobdir_error" when the queue's storage failed, else "scheduler_error".
+func storageReason(err error) string {
+	if errors.Is(err, pqueue.ErrStorage) {
+		return "jobdir_error"
+	}
+	return "scheduler_error"
 }
 
 // closedChan is always ready.

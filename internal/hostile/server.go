@@ -12,6 +12,8 @@
 //	/bomb/deflate         deflate and br): a few hundred kilobytes on the
 //	/bomb/br              wire, BombSize bytes once decoded
 //	/page/N?links=a_b    an HTML page linking to /page/a and /page/b
+//	/tree/N?n=T&pad=P    page N of a binary tree of T pages, linking to
+//	                     2N+1 and 2N+2; P bytes of padding in each link
 //	/slow?d=SECONDS      a page that answers after SECONDS
 //	/refresh?secs=S      a page with "Refresh: S; url=/page/refreshed"
 //	/redirect?to=URL     a 302 to URL
@@ -131,6 +133,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		for _, l := range strings.Split(q.Get("links"), "_") {
 			if l != "" {
 				fmt.Fprintf(&b, `<a href="/page/%s">%s</a>`, l, l)
+			}
+		}
+		b.WriteString("</body></html>")
+		io.WriteString(w, b.String())
+	case strings.HasPrefix(p, "/tree/"):
+		i, _ := strconv.Atoi(strings.TrimPrefix(p, "/tree/"))
+		n, _ := strconv.Atoi(q.Get("n"))
+		pad, _ := strconv.Atoi(q.Get("pad"))
+		w.Header().Set("Content-Type", "text/html")
+		var b strings.Builder
+		fmt.Fprintf(&b, "<html><head><title>t%d</title></head><body>", i)
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < n {
+				fmt.Fprintf(&b, `<a href="/tree/%d?n=%d&amp;pad=%d&amp;x=%s">%d</a>`, c, n, pad, strings.Repeat("x", pad), c)
 			}
 		}
 		b.WriteString("</body></html>")
