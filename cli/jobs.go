@@ -120,7 +120,18 @@ func jobsInspectCommand(a *App) *cobra.Command {
 
 func inspectJob(ctx context.Context, w io.Writer, j *jobdir.Job, top int) error {
 	m := j.Metadata()
-	fmt.Fprintf(w, "Job %s\n  spider:  %s\n  created: %s\n  format:  %d\n\n", j.Dir(), m.Spider, m.Created.Format(time.RFC3339), m.Version)
+	fmt.Fprintf(w, "Job %s\n  spider:  %s\n  created: %s\n  format:  %d\n", j.Dir(), m.Spider, m.Created.Format(time.RFC3339), m.Version)
+	if mark, ok, err := j.LastSync(); err == nil && ok {
+		fmt.Fprintf(w, "  synced:  %s (sync %d)\n", mark.Time.Format(time.RFC3339), mark.Count)
+	}
+	recs, err := j.Recoveries()
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		fmt.Fprintf(w, "  DAMAGE found %s: %s\n", r.Detected.Format(time.RFC3339), r)
+	}
+	fmt.Fprintln(w)
 
 	q, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: jobdir.Codec{}, Prefix: jobdir.PrefixQueue})
 	if err != nil {

@@ -118,6 +118,10 @@ type Job struct {
 	// breaker guards every write to db (the queue's too): after a fatal
 	// write error (a full disk) db is not written again.
 	breaker pebblefatal.Breaker
+
+	syncMu  sync.Mutex
+	syncs   uint64    // count of the last sync mark (damage.go)
+	pending *Recovery // damage found by a read-only open
 }
 
 // Open opens (or creates) the job directory dir for the spider named
@@ -165,10 +169,17 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 				j.unlock()
 				return nil, fmt.Errorf("JOBDIR %s: resetting: %w", dir, err)
 			}
+			_ = os.Remove(filepath.Join(dir, syncFile))
 			opts.Log.Info().Str("jobdir", dir).Msg("JOBDIR_RESET: starting the job over")
 		}
 	}
 	exists := dbExists(stateDir)
+	if !exists {
+		if err := checkEmptied(dir); err != nil {
+			j.unlock()
+			return nil, err
+		}
+	}
 	popts := &pebble.Options{
 		ErrorIfNotExists: exists,
 		ReadOnly:         opts.ReadOnly,
@@ -203,7 +214,12 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 	}
 	j.db = db
 	if err := j.checkMeta(spiderName, opts.ReadOnly); err != nil {
-		_ = db.Close()
+		_ = j.closeDB()
+		j.unlock()
+		return nil, err
+	}
+	if err := j.checkSyncMarks(opts.ReadOnly); err != nil {
+		_ = j.closeDB()
 		j.unlock()
 		return nil, err
 	}
@@ -404,7 +420,7 @@ func (j *Job) Sync() error {
 	if j.ro {
 		return nil
 	}
-	return j.write("syncing the log", func() error { return j.db.LogData(nil, pebble.Sync) })
+	return j.syncMark()
 }
 
 // Written tells the syncer that a write was committed: a WAL sync starts
