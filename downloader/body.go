@@ -73,15 +73,15 @@ type bodyReader struct {
 func (b *bodyReader) read(ctx context.Context, r io.Reader) ([]byte, error) {
 	var buf []byte
 	warned := false
+	idle := 0 // reads in a row that returned nothing
 	for {
 		if len(buf) == cap(buf) {
 			next, err := b.nextCap(cap(buf))
 			if err != nil {
 				if errors.Is(err, errTooLarge) || errors.Is(err, errBudget) {
 					// Full: the body is too large if anything is left.
-					var one [1]byte
-					n, rerr := io.ReadFull(r, one[:])
-					if n == 0 && (rerr == io.EOF || rerr == io.ErrUnexpectedEOF) {
+					n, rerr := readOne(r)
+					if n == 0 && rerr == io.EOF {
 						return buf, nil
 					}
 					if n == 0 && rerr != nil {
@@ -104,6 +104,13 @@ func (b *bodyReader) read(ctx context.Context, r io.Reader) ([]byte, error) {
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
+		if n == 0 && err == nil {
+			if idle++; idle >= maxIdleReads {
+				return buf, io.ErrNoProgress
+			}
+			continue
+		}
+		idle = 0
 		if !warned && b.warnAt > 0 && int64(len(buf)) > b.warnAt && b.warn != nil {
 			warned = true
 			b.warn(int64(len(buf)))
@@ -115,6 +122,22 @@ func (b *bodyReader) read(ctx context.Context, r io.Reader) ([]byte, error) {
 			return buf, err
 		}
 	}
+}
+
+// maxIdleReads is how many reads in a row may return nothing before the
+// reader is deemed stuck (io.ErrNoProgress), as bufio does.
+const maxIdleReads = 100
+
+// readOne reads one byte, to see whether a full buffer was the whole body.
+func readOne(r io.Reader) (int, error) {
+	var one [1]byte
+	for range maxIdleReads {
+		n, err := r.Read(one[:])
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
+	return 0, io.ErrNoProgress
 }
 
 // nextCap returns the capacity of the next buffer when one of capacity
