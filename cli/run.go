@@ -40,26 +40,29 @@ run the same command again to resume it, or add --fresh to start over.`,
 			if err != nil {
 				return err
 			}
-			spArgs, err := parseArgs(args)
+			// Every problem of the command line, the spider's arguments,
+			// the settings and the output files is reported at once.
+			spArgs, argErr := parseArgs(args)
+			if argErr == nil {
+				argErr = ApplyArgs(sp, spArgs)
+			}
+			s, setErrs := sf.load(a, sp)
+			feeds, feedErr := buildFeeds(s, len(setErrs) == 0, a.Stdout, appendTo, overwrite, format)
+			var dumpErr error
+			if path := s.String("STATS_DUMP_FILE"); path != "" {
+				if err := probeWritable(path); err != nil {
+					dumpErr = UsageErrorf("STATS_DUMP_FILE %s: %v", path, err)
+				}
+			}
+			if err := problems(append([]error{argErr, feedErr, dumpErr}, setErrs...)...); err != nil {
+				return err
+			}
+			logs, err := OpenLogs(s, a.Stderr)
 			if err != nil {
 				return err
 			}
-			if err := ApplyArgs(sp, spArgs); err != nil {
-				return err
-			}
-			s, err := sf.Load(a, sp)
-			if err != nil {
-				return err
-			}
-			feeds, err := buildFeeds(s, a.Stdout, appendTo, overwrite, format)
-			if err != nil {
-				return err
-			}
-			log, closeLog, err := NewLogger(s, a.Stderr)
-			if err != nil {
-				return err
-			}
-			defer closeLog()
+			defer logs.Close()
+			log := logs.Logger
 			logDeprecated(log, s)
 			job, err := openJob(s, sp, fresh, feeds, log) // JOBDIR; see jobs.go
 			if err != nil {
@@ -73,7 +76,7 @@ run the same command again to resume it, or add --fresh to start over.`,
 				return err
 			}
 			if s.Bool("STATS_DUMP") {
-				WriteSummary(a.Stderr, sp.Name(), res)
+				logs.Summary(sp.Name(), res)
 			}
 			if res.Err != nil { // what stopped the crawl, rather than what it left behind
 				return fmt.Errorf("%w: %w", errCrawlFailed, res.Err)

@@ -277,6 +277,9 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 			blocked.Host = req.URL.Hostname()
 			return nil, blocked
 		}
+		if perr := proxyError(ctx, req, err); perr != nil {
+			return nil, perr
+		}
 		return nil, classify(ctx, req, err)
 	}
 	defer hres.Body.Close()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocrawl/gocrawl/downloader"
@@ -49,10 +51,12 @@ func (e *Engine) interrupted(err error) bool {
 }
 
 // run is one download of a job: reported is set once its outcome has been
-// reported to the throttler, which frees its scopes.
+// reported to the throttler, which frees its scopes. A rendered page may
+// report early, from the renderer's goroutine (render.WithReport), hence
+// the atomic.
 type run struct {
 	job      *scheduler.Job
-	reported bool
+	reported atomic.Bool
 }
 
 // process is one job's life after the scheduler hands it out: admission
@@ -84,7 +88,7 @@ func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 	}
 
 	res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(fctx, runKey{}, r), job.SentAt), job.Req)
-	if !r.reported {
+	if r.reported.CompareAndSwap(false, true) {
 		// A middleware answered without downloading (cache) or dropped
 		// the request: free the scopes without feedback.
 		e.thr.Done(ctx, job.Req, job.Scopes, job.SentAt, nil, nil)
@@ -166,13 +170,13 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 	} else {
 		e.stats.Inc("downloader/request_method_count/"+m, 1)
 	}
-	res, err := e.dl.Fetch(dctx, req)
+	began := e.clock.Now()
+	res, err := e.send(dctx, req, scopes, r)
 	now := e.clock.Now()
 	if errors.Is(err, netguard.ErrBlocked) {
 		// Refused before anything was sent: no feedback, no download
 		// error, a drop with its reason.
-		if r != nil && !r.reported {
-			r.reported = true
+		if r != nil && r.reported.CompareAndSwap(false, true) {
 			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
 		}
 		e.log.Warn().Str("url", req.URL.Redacted()).Err(err).Msg("request refused by the SSRF protection")
@@ -185,8 +189,7 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 	if aborted && e.stopCtx.Err() != nil && e.abortCtx.Err() == nil {
 		err = fmt.Errorf("%w: cancelled %v after the stop began (SHUTDOWN_GRACE): %w", spider.ErrStopping, e.grace, err)
 	}
-	if r != nil && !r.reported {
-		r.reported = true
+	if r != nil && r.reported.CompareAndSwap(false, true) {
 		if aborted {
 			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
 		} else {
@@ -206,6 +209,11 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 			e.stats.Inc("downloader/exception_type_count/"+kind, 1)
 		}
 		return nil, err
+	}
+	if ev := e.log.Debug(); ev.Enabled() {
+		ev.Int("status", res.Status).Str("method", req.GetMethod()).Str("url", req.URL.Redacted()).
+			Str("referer", refererOf(req)).Int("bytes", len(res.Body)).Stringer("latency", now.Sub(began).Round(time.Microsecond)).
+			Str("scope", strings.Join(scopes.Names(), " + ")).Msg("response")
 	}
 	e.cResponses.Add(1)
 	e.stats.Inc(statusKey(res.Status), 1)
@@ -241,6 +249,17 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 		if err != nil {
 			return nil, stopped(err)
 		}
+		// A rescheduled copy may ask to wait first (throttling_delay: a
+		// redirect's Retry-After, every proxy of the pool resting).
+		if d := throttling.TakeRequestDelay(req); d > 0 {
+			t := e.clock.NewTimer(d)
+			select {
+			case <-wait.Done():
+				t.Stop()
+				return nil, stopped(wait.Err())
+			case <-t.C():
+			}
+		}
 		for !isOffline(req) {
 			w := e.starts.Wait(e.clock.Now())
 			if w == 0 {
@@ -271,7 +290,7 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 		fctx := context.WithValue(downloader.WithLease(throttling.WithSentAt(context.WithValue(wait, runKey{}, r), sentAt), lease), wireKey{}, wire)
 		res, err := e.fetch.Fetch(fctx, req)
 		lease.Release()
-		if !r.reported {
+		if r.reported.CompareAndSwap(false, true) {
 			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
 		}
 		var resched *middleware.RescheduleError
@@ -312,6 +331,14 @@ func (g offlineThrottler) Scopes(ctx context.Context, req *spider.Request) (thro
 		return nil, nil
 	}
 	return g.Throttler.Scopes(ctx, req)
+}
+
+// refererOf is the Referer header req was sent with, "-" without one.
+func refererOf(req *spider.Request) string {
+	if r := req.Header.Get("Referer"); r != "" {
+		return r
+	}
+	return "-"
 }
 
 func isOffline(req *spider.Request) bool {

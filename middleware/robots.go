@@ -303,8 +303,10 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 	u := *from.URL
 	u.Path, u.RawPath, u.RawQuery, u.Fragment, u.User = "/robots.txt", "", "", "", nil
 	// Retried by this middleware with its own backoff, not in place: the
-	// requests waiting for it are rescheduled meanwhile.
-	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObeyRobotsTxt: true, MetaDontRetry: true}, DontFilter: true}
+	// requests waiting for it are rescheduled meanwhile. robots.txt is
+	// never rendered, whatever RENDER_JS says (the meta key of package
+	// render).
+	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObeyRobotsTxt: true, MetaDontRetry: true, "render": false}, DontFilter: true}
 	m.stat("robotstxt/request_count")
 	res, err := m.fetchFunc(throttling.WithoutSlot(ctx), req)
 	now := m.now()
@@ -371,13 +373,13 @@ func (m *RobotsTxt) unreachable(e *robotsEntry, now time.Time, ev *zerolog.Event
 		e.gaveUp = true
 		e.expires = now.Add(robotsBackoff(m.errorTTL, e.failures, RobotsTxtCacheTTL))
 		m.stat("robotstxt/unreachable_gave_up")
-		ev.Dur("unreachable_for", now.Sub(e.failedSince)).Int("attempts", e.failures).Dur("retry_in", e.expires.Sub(now)).
+		ev.Stringer("unreachable_for", now.Sub(e.failedSince)).Int("attempts", e.failures).Stringer("retry_in", e.expires.Sub(now)).
 			Msg("robots.txt still unreachable after ROBOTSTXT_UNREACHABLE_TIMEOUT; dropping the origin's requests (RFC 9309: complete disallow)")
 		return
 	}
 	wait := min(robotsBackoff(m.errorTTL, e.failures, RobotsTxtCacheTTL), deadline.Sub(now))
 	e.expires = now.Add(wait)
-	ev.Int("attempt", e.failures).Dur("retry_in", wait).Dur("drop_after", deadline.Sub(now)).
+	ev.Int("attempt", e.failures).Stringer("retry_in", wait).Stringer("drop_after", deadline.Sub(now)).
 		Msg("robots.txt unreachable; the origin's requests wait until it can be fetched (RFC 9309: complete disallow meanwhile)")
 }
 

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocrawl/gocrawl/dupefilter"
@@ -16,8 +17,8 @@ const (
 	// ready (the default): a throttled host never holds a slot.
 	ThrottlingAware = "ThrottlingAwareScheduler"
 	// EngineGated yields requests in priority order and lets the engine
-	// wait for their scopes while holding a slot (the spec's default mode,
-	// kept for comparison).
+	// wait for their scopes while holding a slot (the default mode of
+	// Scrapy's throttling design, PR #6931, kept for comparison).
 	EngineGated = "Scheduler"
 )
 
@@ -40,7 +41,10 @@ type scheduler struct {
 	filter     *dupefilter.Filter
 	depthLimit int
 	depthPrio  int
-	debug      bool
+	// depthLogged is set once a request beyond DEPTH_LIMIT was logged at
+	// INFO.
+	depthLogged atomic.Bool
+	debug       bool
 }
 
 func newScheduler(d Deps, gated bool) (Scheduler, error) {
@@ -73,7 +77,12 @@ func (s *scheduler) Open(ctx context.Context) error { return s.q.Open(ctx) }
 func (s *scheduler) Enqueue(ctx context.Context, req *spider.Request) (bool, error) {
 	if s.depthLimit > 0 && req.Depth > s.depthLimit {
 		s.inc(StatDepthLimited)
-		s.d.Log.Debug().Str("url", req.URL.String()).Int("depth", req.Depth).Int("limit", s.depthLimit).Msg("ignoring request beyond DEPTH_LIMIT")
+		if s.depthLogged.CompareAndSwap(false, true) {
+			s.d.Log.Info().Str("url", req.URL.Redacted()).Int("depth", req.Depth).Int("limit", s.depthLimit).
+				Msg("ignoring request beyond DEPTH_LIMIT; further ones are logged at DEBUG and counted in the summary")
+		} else {
+			s.d.Log.Debug().Str("url", req.URL.Redacted()).Int("depth", req.Depth).Int("limit", s.depthLimit).Msg("ignoring request beyond DEPTH_LIMIT")
+		}
 		return false, nil
 	}
 	if dup, err := s.filter.Seen(ctx, req); err != nil || dup {

@@ -77,7 +77,7 @@ func (m *ThrottlingScopeManager) RecordBackoff(now time.Time, sig BackoffSignal)
 		if !sig.Uncapped && m.cfg.Backoff.RetryAfterPacing {
 			m.setPace(now, sig.SentAt)
 		}
-		m.debug("hard_delay").Dur("until", m.blockedUntil.Sub(now)).Bool("uncapped", sig.Uncapped).Msg("throttling: scope held back")
+		m.debug("hard_delay").Stringer("until", m.blockedUntil.Sub(now).Round(time.Millisecond)).Bool("uncapped", sig.Uncapped).Msg("throttling: scope held back")
 		return
 	}
 	if !sig.SentAt.IsZero() && sig.SentAt.Before(m.lastStep) {
@@ -130,7 +130,7 @@ func (m *ThrottlingScopeManager) setPace(now time.Time, sentAt time.Time) {
 	}
 	m.pace = min(m.pace, m.cfg.Backoff.MaxDelay)
 	m.paceMark = now
-	m.debug("pace").Dur("pace", m.pace).Msg("throttling: Retry-After pace")
+	m.debug("pace").Stringer("pace", m.pace.Round(time.Millisecond)).Msg("throttling: Retry-After pace")
 }
 
 // countSend counts a send in the one-second buckets sendRate reads.
@@ -178,7 +178,7 @@ func (m *ThrottlingScopeManager) paceTick(now time.Time) {
 		}
 	}
 	m.paceMark = m.paceMark.Add(time.Duration(n) * w)
-	m.debug("pace_recovery").Dur("pace", m.pace).Msg("throttling: quiet window; Retry-After pace drops")
+	m.debug("pace_recovery").Stringer("pace", m.pace.Round(time.Millisecond)).Msg("throttling: quiet window; Retry-After pace drops")
 }
 
 // recoverTick drops one level per full quiet window since the last

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -149,6 +148,8 @@ type Config struct {
 	// PerDomain, PerIP and Other are the default concurrencies by kind
 	// (IP scopes use PerDomain when PerIP is 0).
 	PerDomain, PerIP, Other int
+	// Proxy holds the defaults of proxy scopes (proxyscope.go).
+	Proxy ProxyDefaults
 	// Delay is DOWNLOAD_DELAY, the default delay of domain and IP scopes.
 	Delay time.Duration
 	// Jitter is RANDOMIZE_DOWNLOAD_DELAY as a [low, high] factor range.
@@ -195,6 +196,7 @@ func ReadConfig(s *settings.Settings) (*Config, error) {
 		PerDomain:      s.Int("CONCURRENT_REQUESTS_PER_DOMAIN"),
 		PerIP:          s.Int("CONCURRENT_REQUESTS_PER_IP"),
 		Other:          s.Int("THROTTLING_SCOPE_CONCURRENCY"),
+		Proxy:          readProxyDefaults(s),
 		Delay:          s.Seconds("DOWNLOAD_DELAY"),
 		Window:         s.Seconds("THROTTLING_WINDOW"),
 		ScopeLimit:     s.Int("THROTTLING_SCOPE_LIMIT"),
@@ -514,6 +516,8 @@ func (c *Config) defaults(name string) *ScopeConfig {
 		if c.PerIP == 0 {
 			sc.Concurrency = c.PerDomain
 		}
+	case KindProxy, KindProxyHost:
+		sc.Concurrency, sc.Delay = c.Proxy.of(sc.Kind)
 	default:
 		sc.Concurrency = c.Other
 	}
@@ -570,28 +574,4 @@ func parseJitter(v any) ([2]float64, error) {
 		return x, nil
 	}
 	return [2]float64{}, fmt.Errorf("unexpected %T", f)
-}
-
-// seconds converts a non-negative number of seconds.
-func seconds(v any) (time.Duration, error) {
-	f, err := settings.NonNegative(settings.Float).Convert(v)
-	if err != nil {
-		return 0, fmt.Errorf("%v (want a non-negative number of seconds)", err)
-	}
-	s := f.(float64)
-	if math.IsInf(s, 0) || s > 1e9 {
-		return 0, fmt.Errorf("%v seconds is too large", s)
-	}
-	return time.Duration(s * float64(time.Second)), nil
-}
-
-// closest returns the candidate within edit distance 2 of s, or "".
-func closest(s string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := settings.EditDistance(s, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
 }

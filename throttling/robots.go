@@ -28,10 +28,10 @@ func (t *Throttler) SetRobotsDelay(scope string, crawlDelay time.Duration) bool 
 	cfg := t.cfg.Scope(scope)
 	t.warnRobotsLocked(cfg, d, crawlDelay)
 	if e, ok := t.scopes[scope]; ok {
-		t.applyRobots(e, cfg, d)
+		applyRobots(e.mgr, cfg, d)
 		t.notifyLocked(Scopes{{Name: scope}})
 	}
-	t.dbg.Info().Str("scope", scope).Float64("delay", d.Seconds()).Str("reason", "robots.txt").
+	t.dbg.Info().Str("scope", scope).Stringer("delay", d).Str("reason", "robots.txt").
 		Msg("throttling: robots.txt Crawl-delay applied")
 	return true
 }
@@ -44,12 +44,14 @@ func (t *Throttler) RobotsDelay(scope string) (time.Duration, bool) {
 	return d, ok
 }
 
-func (t *Throttler) applyRobots(e *scopeEntry, cfg ScopeConfig, d time.Duration) {
+// applyRobots applies a Crawl-delay d to the manager m of a scope of cfg:
+// concurrency 1 and delay d, except where THROTTLING_SCOPES sets them.
+func applyRobots(m ScopeManager, cfg ScopeConfig, d time.Duration) {
 	if !cfg.ExplicitConcurrency {
-		e.mgr.SetConcurrency(1)
+		m.SetConcurrency(1)
 	}
 	if !cfg.ExplicitDelay {
-		e.mgr.SetBaseDelay(d)
+		m.SetBaseDelay(d)
 	}
 }
 
@@ -63,13 +65,13 @@ func (t *Throttler) warnRobotsLocked(cfg ScopeConfig, d, crawlDelay time.Duratio
 		return
 	}
 	t.warned[cfg.Name] = true
-	ev := t.log.Warn().Str("scope", cfg.Name).Float64("crawl_delay", crawlDelay.Seconds()).
-		Float64("robots_delay", d.Seconds())
+	ev := t.log.Warn().Str("scope", cfg.Name).Stringer("crawl_delay", crawlDelay).
+		Stringer("robots_delay", d)
 	if cfg.ExplicitConcurrency {
 		ev = ev.Int("concurrency", cfg.Concurrency)
 	}
 	if cfg.ExplicitDelay {
-		ev = ev.Float64("delay", cfg.Delay.Seconds())
+		ev = ev.Stringer("delay", cfg.Delay)
 	}
 	ev.Msg("THROTTLING_SCOPES disagrees with robots.txt Crawl-delay (which asks for concurrency 1 and this delay); " +
 		"keeping THROTTLING_SCOPES. Set ignore_robots_txt: true on the scope to silence this warning")

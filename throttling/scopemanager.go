@@ -246,5 +246,5 @@ func jitterFactor(j [2]float64, rnd *rand.Rand) float64 {
 
 func (m *ThrottlingScopeManager) debug(reason string) *zerolog.Event {
 	return m.dbg.Info().Str("scope", m.cfg.Name).Str("reason", reason).
-		Float64("delay", m.Delay().Seconds()).Int("level", m.level).Int("concurrency", m.conc)
+		Stringer("delay", m.Delay().Round(time.Millisecond)).Int("level", m.level).Int("concurrency", m.conc)
 }

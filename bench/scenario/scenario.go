@@ -37,6 +37,10 @@ type Variant struct {
 	Settings map[string]any
 	// CollyDelay is the Delay of colly's LimitRule.
 	CollyDelay time.Duration
+	// Spider is the gocrawl spider: "" for the bench's own (FollowAll of
+	// a[href] on every page, the work colly's OnHTML does), "follow" for
+	// the built-in follow spider (a CrawlSpider rule, and an item per page).
+	Spider string
 }
 
 // Hosts returns the host names of s's site.
@@ -70,7 +74,7 @@ func quiet(extra map[string]any) map[string]any {
 
 var latency = simsite.LatencyConfig{Kind: simsite.LatencyUniform, Min: 5 * time.Millisecond, Max: 20 * time.Millisecond}
 
-// strictLimit is the strict host of the spec's two-host experiment: a
+// strictLimit is the strict host of the two-host experiment (docs/metrics.md): a
 // per-client token bucket of 10 requests/s with burst 5, answering 429
 // with Retry-After in seconds.
 var strictLimit = simsite.LimitConfig{Rate: 10, Burst: 5, Status: http.StatusTooManyRequests, RetryAfter: simsite.RetryAfterSeconds}
@@ -89,6 +93,7 @@ func All() []Scenario {
 			Concurrency: 64,
 			Variants: []Variant{
 				{Name: "gocrawl", Crawler: "gocrawl", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+				{Name: "gocrawl-follow", Crawler: "gocrawl", Spider: "follow", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 				{Name: "colly", Crawler: "colly"},
 			},
 		},
