@@ -24,8 +24,10 @@
 package netguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 
@@ -151,6 +153,49 @@ func (g *Guard) CheckHost(host string) error {
 			return nil
 		}
 		return &BlockedError{Host: host, Class: "localhost name"}
+	}
+	return nil
+}
+
+// Resolver looks up a host name's addresses; net.DefaultResolver.LookupNetIP
+// with network "ip" is one.
+type Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
+
+// CheckName is CheckHost followed, for a name, by a DNS lookup whose
+// every address is checked: for clients that resolve and connect on their
+// own (an HTTP proxy, a browser), where the guard cannot see the address
+// actually dialed. The client may resolve the name differently (DNS
+// rebinding), so this narrows the gap without closing it. A failed lookup
+// is not a refusal: the client reports what it cannot resolve. A nil
+// resolve uses net.DefaultResolver.
+func (g *Guard) CheckName(ctx context.Context, host string, resolve Resolver) error {
+	if g == nil {
+		return nil
+	}
+	if err := g.CheckHost(host); err != nil {
+		return err
+	}
+	h := strings.Trim(host, "[]")
+	if i := strings.IndexByte(h, '%'); i >= 0 {
+		h = h[:i]
+	}
+	if _, err := netip.ParseAddr(h); err == nil || h == "" {
+		return nil
+	}
+	if resolve == nil {
+		resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	addrs, err := resolve(ctx, h)
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if err := g.CheckAddr(a); err != nil {
+			err.(*BlockedError).Host = host
+			return err
+		}
 	}
 	return nil
 }

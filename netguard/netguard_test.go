@@ -1,8 +1,10 @@
 package netguard
 
 import (
+	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/gocrawl/gocrawl/settings"
@@ -100,5 +102,52 @@ func TestFromSettings(t *testing.T) {
 	}
 	if err := s.Set("SSRF_PROTECTION_ALLOW", []any{"10.0.0.0/8", "not-a-network"}, settings.SourceCommandLine, "test"); err == nil {
 		t.Error("SSRF_PROTECTION_ALLOW accepted a name")
+	}
+}
+
+// TestCheckName: names are resolved and every address checked; literals
+// and lookup failures are not looked up (or refused).
+func TestCheckName(t *testing.T) {
+	g, err := New([]string{"10.9.0.0/16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dns := map[string][]netip.Addr{
+		"public.test":   {netip.MustParseAddr("93.184.216.34")},
+		"metadata.test": {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("169.254.169.254")},
+		"allowed.test":  {netip.MustParseAddr("10.9.1.1")},
+	}
+	var looked []string
+	resolve := func(_ context.Context, h string) ([]netip.Addr, error) {
+		looked = append(looked, h)
+		if a, ok := dns[h]; ok {
+			return a, nil
+		}
+		return nil, errors.New("no such host")
+	}
+	for _, tc := range []struct {
+		host    string
+		blocked bool
+	}{
+		{"public.test", false},
+		{"metadata.test", true},
+		{"allowed.test", false},
+		{"unknown.test", false},
+		{"127.0.0.1", true},
+		{"[::1]", true},
+		{"localhost", true},
+		{"93.184.216.34", false},
+	} {
+		err := g.CheckName(context.Background(), tc.host, resolve)
+		if got := errors.Is(err, ErrBlocked); got != tc.blocked {
+			t.Errorf("CheckName(%q) = %v, want blocked %v", tc.host, err, tc.blocked)
+		}
+	}
+	if want := []string{"public.test", "metadata.test", "allowed.test", "unknown.test"}; !slices.Equal(looked, want) {
+		t.Errorf("looked up %q, want %q (never a literal or a localhost name)", looked, want)
+	}
+	var nilGuard *Guard
+	if err := nilGuard.CheckName(context.Background(), "127.0.0.1", resolve); err != nil {
+		t.Errorf("nil guard: %v", err)
 	}
 }
