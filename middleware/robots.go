@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"errors"
@@ -416,7 +417,19 @@ func (m *RobotsTxt) applyDelay(data *robotstxt.RobotsData, req *spider.Request) 
 
 var robotsAllowAll, _ = robotstxt.FromStatusAndBytes(404, nil)
 
+// RobotsTxtParseLimit is how much of a robots.txt is parsed: RFC 9309's
+// minimum of 500 KiB, cut back to the last complete line. Rules after it
+// are ignored, so a huge robots.txt costs bounded parsing time and memory
+// (its download is bounded by DOWNLOAD_MAXSIZE).
+const RobotsTxtParseLimit = 500 << 10
+
 func parseRobots(body []byte) (data *robotstxt.RobotsData, err error) {
+	if len(body) > RobotsTxtParseLimit {
+		body = body[:RobotsTxtParseLimit]
+		if i := bytes.LastIndexByte(body, '\n'); i >= 0 {
+			body = body[:i+1]
+		}
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			data, err = nil, fmt.Errorf("robots.txt parser panicked: %v", v)

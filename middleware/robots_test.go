@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -358,5 +359,26 @@ func TestRobotsNoSuchHostDoesNotWait(t *testing.T) {
 	}
 	if st.Get("robotstxt/no_such_host") != 1 {
 		t.Errorf("stats %v", st.Snapshot())
+	}
+}
+
+// TestRobotsParseLimit: rules past RFC 9309's 500 KiB are ignored; those
+// before it hold.
+func TestRobotsParseLimit(t *testing.T) {
+	filler := strings.Repeat("# filler line of a huge robots.txt\n", (RobotsTxtParseLimit/35)+100)
+	for _, tc := range []struct {
+		name, body string
+		allowed    bool
+	}{
+		{"rule before the limit", "User-agent: *\nDisallow: /secret\n" + filler, false},
+		{"rule past the limit", "User-agent: *\n" + filler + "Disallow: /secret\n", true},
+	} {
+		data, err := parseRobots([]byte(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := data.TestAgent("/secret", "gocrawl"); got != tc.allowed {
+			t.Errorf("%s: /secret allowed = %v, want %v", tc.name, got, tc.allowed)
+		}
 	}
 }

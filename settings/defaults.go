@@ -95,7 +95,7 @@ func init() {
 		{Name: "DNSCACHE_ENABLED", Type: Bool, Default: true, Doc: "Cache DNS lookups in memory (also the source of IP throttling scopes)."},
 		{Name: "DNSCACHE_SIZE", Type: NonNegative(Int), Default: 10000, Doc: "Maximum number of host names kept in the DNS cache."},
 		{Name: "DNS_TIMEOUT", Type: NonNegative(Float), Default: 60.0, Doc: "Seconds before a DNS lookup fails."},
-		{Name: "SSRF_PROTECTION_ENABLED", Type: Bool, Default: false, Doc: "Refuse requests to loopback, link-local (169.254.169.254), private, shared, unspecified, broadcast and multicast addresses: on redirects and, after DNS, on every connection; refused requests are dropped (engine/dropped/blocked_address). Turn it on when a crawl follows links or redirects from untrusted sites on a machine that can reach internal services."},
+		{Name: "SSRF_PROTECTION_ENABLED", Type: Bool, Default: false, Doc: "Refuse requests to loopback, link-local (169.254.169.254), private, shared, unspecified, broadcast and multicast addresses: on redirects and, after DNS, on every connection, and for rendered pages on every request the browser makes; refused requests are dropped (engine/dropped/blocked_address). See docs/security.md. Turn it on when a crawl follows links or redirects from untrusted sites on a machine that can reach internal services."},
 		{Name: "SSRF_PROTECTION_ALLOW", Type: networkList, Default: []string{}, Doc: "Networks (CIDR such as 10.1.0.0/16) or addresses the SSRF protection lets through: the internal hosts a crawl is meant to reach."},
 		{Name: "DEFAULT_REQUEST_HEADERS", Type: Map, Default: map[string]any{
 			"Accept":          "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
