@@ -87,11 +87,16 @@ func gocrawlIn(t *testing.T, dir string, timeout time.Duration, during func(*os.
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Start()
+	var hwm int64
 	if err == nil {
 		if during != nil {
 			go during(cmd.Process)
 		}
+		stop, polled := make(chan struct{}), make(chan int64)
+		go func() { polled <- pollHWM(cmd.Process.Pid, stop) }()
 		err = cmd.Wait()
+		close(stop)
+		hwm = <-polled
 	}
 	r := run{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start), dir: dir}
 	if ctx.Err() != nil {
@@ -101,7 +106,8 @@ func gocrawlIn(t *testing.T, dir string, timeout time.Duration, during func(*os.
 		t.Fatalf("gocrawl %s: %v", strings.Join(args, " "), err)
 	}
 	r.code = cmd.ProcessState.ExitCode()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+	r.maxRSS = hwm
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && hwm == 0 {
 		r.maxRSS = int64(ru.Maxrss) << 10 // kilobytes on Linux
 	}
 	if data, err := os.ReadFile(statsFile); err == nil {
@@ -113,6 +119,38 @@ func gocrawlIn(t *testing.T, dir string, timeout time.Duration, during func(*os.
 		}
 	}
 	return r
+}
+
+// pollHWM returns the highest VmHWM (peak resident memory) read from
+// /proc/pid/status every 2 ms until stop is closed, in bytes; 0 when it
+// could never be read. The child's rusage cannot be used: Go starts
+// children with vfork (CLONE_VM), and Linux carries the parent's peak into
+// the child's ru_maxrss at exec, so a child smaller than this test process
+// (large under the race detector) would report the test's peak. VmHWM
+// belongs to the child's own address space; it only grows, so the last
+// read covers everything but the last 2 ms before exit.
+func pollHWM(pid int, stop <-chan struct{}) int64 {
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	var peak int64
+	for {
+		if data, err := os.ReadFile(path); err == nil {
+			for line := range strings.Lines(string(data)) {
+				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					var kb int64
+					if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
+						peak = max(peak, kb<<10)
+					}
+				}
+			}
+		}
+		select {
+		case <-stop:
+			return peak
+		case <-tick.C:
+		}
+	}
 }
 
 func cleanEnv() []string {

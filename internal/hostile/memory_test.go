@@ -62,7 +62,7 @@ func TestMemoryBudgetBoundsConcurrentBodies(t *testing.T) {
 		urls = append(urls, fmt.Sprintf("%s%s?i=%d", srv.URL, kind, i))
 	}
 	crawl := func(budgetSetting string) run {
-		r := gocrawl(t, 3*time.Minute, "run", "follow", "-a", "start_urls="+strings.Join(urls, ","),
+		r := gocrawl(t, 6*time.Minute, "run", "follow", "-a", "start_urls="+strings.Join(urls, ","),
 			"-s", "DOWNLOAD_MAXSIZE="+strconv.Itoa(capBytes), "-s", "DOWNLOAD_MEMORY_BUDGET="+budgetSetting,
 			"-s", "CONCURRENT_REQUESTS=8", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=8")
 		if r.code != 0 {
@@ -92,7 +92,7 @@ func TestDefaultCapEndlessBody(t *testing.T) {
 	}
 	srv := newServer(t, "", 0)
 	base := baselineRSS(t, srv)
-	r := gocrawl(t, 3*time.Minute, "run", "follow", "-a", "start_urls="+srv.URL+"/endless")
+	r := gocrawl(t, 6*time.Minute, "run", "follow", "-a", "start_urls="+srv.URL+"/endless")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, tail(r.stderr))
 	}
