@@ -25,8 +25,9 @@ package hostile
 import (
 	"bytes"
 	"compress/flate"
-	"compress/gzip"
+	byteorder "encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"net/http"
@@ -172,6 +173,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // bomb returns BombSize zero bytes compressed with enc, built once.
+// Compressing hundreds of MiB is slow in a race-enabled test binary, so
+// deflate and gzip repeat one compressed MiB (deflate blocks ended by a
+// flush are self-contained, and back-references into earlier zeros stay
+// zeros), and brotli uses its fastest level.
 func (s *Server) bomb(enc string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -179,26 +184,55 @@ func (s *Server) bomb(enc string) ([]byte, error) {
 		return b, nil
 	}
 	var buf bytes.Buffer
-	var w io.WriteCloser
 	switch enc {
 	case "gzip":
-		w, _ = gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		// RFC 1952 member: header, deflate data, CRC-32 and size.
+		buf.Write([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff})
+		writeDeflateZeros(&buf, s.BombSize)
+		var crc uint32
+		zeros := make([]byte, 1<<20)
+		for left := s.BombSize; left > 0; left -= int64(len(zeros)) {
+			crc = crc32.Update(crc, crc32.IEEETable, zeros[:min(left, int64(len(zeros)))])
+		}
+		buf.Write(byteorder.LittleEndian.AppendUint32(nil, crc))
+		buf.Write(byteorder.LittleEndian.AppendUint32(nil, uint32(s.BombSize)))
 	case "deflate":
-		w, _ = flate.NewWriter(&buf, flate.BestCompression)
+		writeDeflateZeros(&buf, s.BombSize)
 	case "br":
-		w = brotli.NewWriterLevel(&buf, 5)
+		w := brotli.NewWriterLevel(&buf, 0)
+		zeros := make([]byte, 1<<20)
+		for left := s.BombSize; left > 0; left -= int64(len(zeros)) {
+			if _, err := w.Write(zeros[:min(left, int64(len(zeros)))]); err != nil {
+				return nil, err
+			}
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("unknown encoding %q", enc)
 	}
-	zeros := make([]byte, 1<<20)
-	for left := s.BombSize; left > 0; left -= int64(len(zeros)) {
-		if _, err := w.Write(zeros[:min(left, int64(len(zeros)))]); err != nil {
-			return nil, err
-		}
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
 	s.bombs[enc] = buf.Bytes()
 	return buf.Bytes(), nil
+}
+
+// writeDeflateZeros writes a raw deflate stream of n zero bytes: one
+// compressed MiB, ended by a flush, repeated, then the rest and the final
+// block.
+func writeDeflateZeros(buf *bytes.Buffer, n int64) {
+	const chunk = 1 << 20
+	var one bytes.Buffer
+	w, _ := flate.NewWriter(&one, flate.BestCompression)
+	_, _ = w.Write(make([]byte, chunk))
+	_ = w.Flush()
+	for ; n >= chunk; n -= chunk {
+		buf.Write(one.Bytes())
+	}
+	// The rest, and the final block, from a writer whose window starts
+	// with zeros like the stream's (a fresh writer never refers back).
+	var tail bytes.Buffer
+	w, _ = flate.NewWriter(&tail, flate.BestCompression)
+	_, _ = w.Write(make([]byte, n))
+	_ = w.Close()
+	buf.Write(tail.Bytes())
 }
