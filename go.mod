@@ -7,13 +7,13 @@ require (
 	github.com/chromedp/cdproto v0.160.3
 	github.com/chromedp/chromedp v0.23.1
 	github.com/creack/pty v1.1.24
+	github.com/dunglas/httpsfv v1.1.2
 	github.com/goccy/go-yaml v1.19.2
 	github.com/peterh/liner v1.2.3
 	github.com/rs/zerolog v1.35.1
 	golang.org/x/net v0.62.0
+	golang.org/x/sync v0.24.0
 )
-
-require github.com/dunglas/httpsfv v1.1.2
 
 require (
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect

@@ -310,11 +310,13 @@ func TestRunFollowExports(t *testing.T) {
 
 func TestRunUnreachableHostStillExitsZero(t *testing.T) {
 	// A closed port: the download fails, the crawl ran, the exit status is 0.
+	// (robots.txt is not obeyed: an unreachable robots.txt keeps the
+	// requests waiting for ROBOTSTXT_UNREACHABLE_TIMEOUT.)
 	srv := httptest.NewServer(http.NotFoundHandler())
 	addr := srv.URL
 	srv.Close()
 	r := gocrawl(t, t.TempDir(), nil, "run", "follow", "-a", "start_urls="+addr+"/", "-s", "LOG_LEVEL=ERROR",
-		"-s", "DOWNLOAD_TIMEOUT=5")
+		"-s", "DOWNLOAD_TIMEOUT=5", "-s", "ROBOTSTXT_OBEY=false")
 	r.expect(t, 0, nil, []string{"errors", "DownloadFailedError"})
 }
 

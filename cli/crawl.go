@@ -202,7 +202,8 @@ func (a *App) Crawl(ctx context.Context, spec CrawlSpec) (*engine.Result, error)
 					a.interrupted.Store(true)
 					if n == 1 {
 						spec.Log.Warn().Str("signal", sig.String()).
-							Msg("shutting down gracefully: in-flight requests finish, exports are closed; press Ctrl-C again to abort")
+							Float64("grace_seconds", spec.Settings.Seconds("SHUTDOWN_GRACE").Seconds()).
+							Msg("shutting down gracefully: nothing new is sent, in-flight downloads get SHUTDOWN_GRACE, what is not done stays queued (JOBDIR), exports are closed; press Ctrl-C again to abort")
 						e.Stop("shutdown")
 					} else {
 						spec.Log.Warn().Str("signal", sig.String()).Msg("aborting: in-flight requests are cancelled")

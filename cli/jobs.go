@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -37,6 +38,9 @@ func openJob(s *settings.Settings, sp spider.Spider, fresh bool, feeds []*feed.E
 		return nil, nil
 	}
 	j, err := jobdir.Open(dir, sp.Name(), jobdir.Options{Reset: fresh || s.Bool("JOBDIR_RESET"), Log: log})
+	if errors.Is(err, jobdir.ErrWrite) {
+		return nil, err // a full disk: exit status 1, resume once it is fixed
+	}
 	if err != nil {
 		return nil, UsageError(err)
 	}
@@ -116,7 +120,18 @@ func jobsInspectCommand(a *App) *cobra.Command {
 
 func inspectJob(ctx context.Context, w io.Writer, j *jobdir.Job, top int) error {
 	m := j.Metadata()
-	fmt.Fprintf(w, "Job %s\n  spider:  %s\n  created: %s\n  format:  %d\n\n", j.Dir(), m.Spider, m.Created.Format(time.RFC3339), m.Version)
+	fmt.Fprintf(w, "Job %s\n  spider:  %s\n  created: %s\n  format:  %d\n", j.Dir(), m.Spider, m.Created.Format(time.RFC3339), m.Version)
+	if mark, ok, err := j.LastSync(); err == nil && ok {
+		fmt.Fprintf(w, "  synced:  %s (sync %d)\n", mark.Time.Format(time.RFC3339), mark.Count)
+	}
+	recs, err := j.Recoveries()
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		fmt.Fprintf(w, "  DAMAGE found %s: %s\n", r.Detected.Format(time.RFC3339), r)
+	}
+	fmt.Fprintln(w)
 
 	counts, delayed, err := jobdir.QueueCounts(j)
 	if err != nil {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/gocrawl/gocrawl/engine"
@@ -76,11 +78,11 @@ run the same command again to resume it, or add --fresh to start over.`,
 			if s.Bool("STATS_DUMP") {
 				logs.Summary(sp.Name(), res)
 			}
+			if res.Err != nil { // what stopped the crawl, rather than what it left behind
+				return fmt.Errorf("%w: %w", errCrawlFailed, res.Err)
+			}
 			if err != nil {
 				return err
-			}
-			if res.Reason == "scheduler_error" {
-				return errCrawlFailed
 			}
 			return nil
 		},

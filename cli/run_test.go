@@ -63,7 +63,7 @@ func TestSignalStopsGracefullyWithValidJSON(t *testing.T) {
 	// One format per stream: every line of stderr, the summary included,
 	// is a JSON record.
 	recs := jsonLines(t, stderr.String())
-	if !hasRecord(recs, "message", "shutting down gracefully: in-flight requests finish, exports are closed; press Ctrl-C again to abort") {
+	if !hasRecord(recs, "message", "shutting down gracefully: nothing new is sent, in-flight downloads get SHUTDOWN_GRACE, what is not done stays queued (JOBDIR), exports are closed; press Ctrl-C again to abort") || !hasRecord(recs, "signal", "interrupt") {
 		t.Errorf("no shutdown warning in:\n%s", stderr.String())
 	}
 	if !hasRecord(recs, "message", "crawl summary") || !hasRecord(recs, "reason", "shutdown") {

@@ -4,6 +4,10 @@
 // size limits enforced while streaming and after decompression (gzip,
 // deflate, br), so a decompression bomb stops at the limit.
 //
+// With a netguard.Guard (SSRF_PROTECTION_ENABLED) connections to internal
+// addresses are refused after DNS resolution, with a
+// *netguard.BlockedError.
+//
 // Failures are *Error values with a kind from package errkind
 // (DownloadFailed, DownloadTimeout, ResponseDataLoss, ResponseTooLarge) that
 // settings such as BACKOFF_EXCEPTIONS and RETRY_EXCEPTIONS match by name.
@@ -23,12 +27,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/andybalholm/brotli"
@@ -36,6 +43,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/dnscache"
 	"github.com/gocrawl/gocrawl/errkind"
+	"github.com/gocrawl/gocrawl/netguard"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -84,6 +92,13 @@ type Options struct {
 	TLSConfig *tls.Config
 	// Transport replaces the tuned transport altogether; optional.
 	Transport http.RoundTripper
+	// Guard refuses connections to internal addresses
+	// (SSRF_PROTECTION_ENABLED); nil allows every address.
+	Guard *netguard.Guard
+	// Budget bounds the memory of the bodies being read crawl-wide
+	// (DOWNLOAD_MEMORY_BUDGET); nil means no budget. See Budget and
+	// WithLease.
+	Budget *Budget
 }
 
 // OptionsFromSettings reads the downloader's settings.
@@ -100,6 +115,8 @@ func OptionsFromSettings(s *settings.Settings) Options {
 	if s.Bool("DNSCACHE_ENABLED") {
 		o.DNS = dnscache.New(s.Int("DNSCACHE_SIZE"), s.Seconds("DNS_TIMEOUT"))
 	}
+	o.Guard, _ = netguard.FromSettings(s) // SSRF_PROTECTION_ALLOW is checked when it is set
+	o.Budget = NewBudget(MemoryBudget(int64(s.Int("DOWNLOAD_MEMORY_BUDGET"))), o.MaxConns)
 	return o
 }
 
@@ -108,6 +125,7 @@ type Downloader struct {
 	opts   Options
 	client *http.Client
 	dns    *dnscache.Cache
+	budget *Budget
 }
 
 // New returns a downloader.
@@ -116,7 +134,11 @@ func New(opts Options) *Downloader {
 		opts.MaxConns = 100
 	}
 	opts.MaxConnsPerHost = max(opts.MaxConnsPerHost, opts.MaxConns)
-	d := &Downloader{opts: opts, dns: opts.DNS}
+	d := &Downloader{opts: opts, dns: opts.DNS, budget: opts.Budget}
+	if b := opts.Budget; b != nil && (opts.MaxSize == 0 || opts.MaxSize > b.MaxBody()) {
+		opts.Log.Info().Int64("DOWNLOAD_MAXSIZE", opts.MaxSize).Int64("DOWNLOAD_MEMORY_BUDGET", b.Total()).Int64("max_body", b.MaxBody()).
+			Msg("DOWNLOAD_MAXSIZE is above what DOWNLOAD_MEMORY_BUDGET lets one response hold: larger bodies fail with ResponseTooLargeError")
+	}
 	rt := opts.Transport
 	if rt == nil {
 		rt = d.newTransport()
@@ -130,11 +152,30 @@ func New(opts Options) *Downloader {
 	return d
 }
 
+// Budget returns the crawl's memory budget for bodies (nil when none).
+func (d *Downloader) Budget() *Budget { return d.budget }
+
 // DNS returns the downloader's DNS cache (nil when disabled).
 func (d *Downloader) DNS() *dnscache.Cache { return d.dns }
 
 func (d *Downloader) newTransport() *http.Transport {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if g := d.opts.Guard; g != nil {
+		// The address actually connected to, after DNS: a name that
+		// resolves, or re-resolves, to an internal address is refused.
+		// A proxy the crawl was told to use is not checked (Fetch checks
+		// the target of a proxied request instead).
+		dialer.ControlContext = func(ctx context.Context, network, address string, _ syscall.RawConn) error {
+			if _, proxied := ctx.Value(proxyKey{}).(*url.URL); proxied {
+				return nil
+			}
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return nil
+			}
+			return g.CheckAddr(ap.Addr())
+		}
+	}
 	dial := dialer.DialContext
 	if d.dns != nil {
 		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -197,8 +238,8 @@ func proxyFor(r *http.Request) (*url.URL, error) {
 // errors; errors are *Error values with a Kind.
 func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 	timeout := d.opts.Timeout
-	if v, ok := metaFloat(req, MetaDownloadTimeout); ok {
-		timeout = time.Duration(v * float64(time.Second))
+	if v, ok := metaFloat(req, MetaDownloadTimeout); ok && v >= 0 {
+		timeout = settings.Duration(v)
 	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -211,6 +252,9 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 			return nil, &Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: errors.New("invalid proxy meta (not a URL)")}
 		}
 		ctx = context.WithValue(ctx, proxyKey{}, pu)
+		if err := d.checkProxied(ctx, req); err != nil {
+			return nil, err
+		}
 	}
 	var body io.Reader
 	if len(req.Body) > 0 {
@@ -228,6 +272,11 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	}
 	hres, err := d.client.Do(hreq)
 	if err != nil {
+		var blocked *netguard.BlockedError
+		if errors.As(err, &blocked) {
+			blocked.Host = req.URL.Hostname()
+			return nil, blocked
+		}
 		if perr := proxyError(ctx, req, err); perr != nil {
 			return nil, perr
 		}
@@ -236,12 +285,12 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	defer hres.Body.Close()
 
 	maxSize := d.opts.MaxSize
-	if v, ok := metaFloat(req, MetaDownloadMaxSize); ok {
-		maxSize = int64(v)
+	if v, ok := metaBytes(req, MetaDownloadMaxSize); ok {
+		maxSize = v
 	}
 	warnSize := d.opts.WarnSize
-	if v, ok := metaFloat(req, MetaDownloadWarnSize); ok {
-		warnSize = int64(v)
+	if v, ok := metaBytes(req, MetaDownloadWarnSize); ok {
+		warnSize = v
 	}
 	if maxSize > 0 && hres.ContentLength > maxSize {
 		return nil, &Error{Kind: errkind.ResponseTooLarge, URL: req.URL.Redacted(),
@@ -256,6 +305,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 		Protocol: hres.Proto,
 	}
 	var r io.Reader = hres.Body
+	hint := hres.ContentLength
 	if d.opts.Compression && req.GetMethod() != http.MethodHead {
 		r, err = decoder(hres.Header.Get("Content-Encoding"), r)
 		if err != nil {
@@ -264,42 +314,43 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 		if hres.Header.Get("Content-Encoding") != "" {
 			hres.Header.Del("Content-Encoding")
 			hres.Header.Del("Content-Length")
+			hint = -1 // the decoded length is unknown
 		}
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, initialCap(hres.ContentLength, maxSize)))
-	limit := maxSize
-	if limit > 0 {
-		r = io.LimitReader(r, limit+1)
+	lease := leaseFrom(ctx)
+	if lease == nil && d.budget != nil {
+		lease = d.budget.Lease(true)
+		defer lease.Release()
 	}
-	n, err := buf.ReadFrom(r)
-	if err != nil {
+	br := bodyReader{limit: maxSize, hint: hint, lease: lease, warnAt: warnSize}
+	if lease != nil {
+		br.maxHold = lease.b.maxHold()
+	}
+	if warnSize > 0 {
+		br.warn = func(n int64) {
+			d.opts.Log.Warn().Str("url", req.URL.Redacted()).Int64("bytes_so_far", n).Int64("warnsize", warnSize).
+				Msg("response is larger than DOWNLOAD_WARNSIZE")
+		}
+	}
+	data, err := br.read(ctx, r)
+	lease.doneGrowing()
+	switch {
+	case errors.Is(err, errTooLarge):
+		return nil, &Error{Kind: errkind.ResponseTooLarge, URL: req.URL.Redacted(),
+			Err: fmt.Errorf("body exceeds the maximum size %d bytes (DOWNLOAD_MAXSIZE)", maxSize)}
+	case errors.Is(err, errBudget):
+		return nil, &Error{Kind: errkind.ResponseTooLarge, URL: req.URL.Redacted(),
+			Err: fmt.Errorf("body exceeds %d bytes, the most the memory budget lets one response hold (DOWNLOAD_MEMORY_BUDGET)", lease.b.MaxBody())}
+	case err != nil:
 		if errors.Is(err, io.ErrUnexpectedEOF) && !failOnDataLoss(req, d.opts.FailOnDataLoss) && ctx.Err() == nil {
 			res.Flags = append(res.Flags, "truncated")
 		} else {
+			lease.Release()
 			return nil, classify(ctx, req, err)
 		}
 	}
-	if limit > 0 && n > limit {
-		return nil, &Error{Kind: errkind.ResponseTooLarge, URL: req.URL.Redacted(),
-			Err: fmt.Errorf("body exceeds the maximum size %d bytes (DOWNLOAD_MAXSIZE)", maxSize)}
-	}
-	if warnSize > 0 && n > warnSize {
-		d.opts.Log.Warn().Str("url", req.URL.Redacted()).Int64("bytes", n).Int64("warnsize", warnSize).
-			Msg("response is larger than DOWNLOAD_WARNSIZE")
-	}
-	res.Body = buf.Bytes()
+	res.Body = data
 	return res, nil
-}
-
-func initialCap(contentLength, maxSize int64) int64 {
-	c := int64(16 << 10)
-	if contentLength > 0 {
-		c = contentLength + 512
-	}
-	if maxSize > 0 && c > maxSize+1 {
-		c = maxSize + 1
-	}
-	return min(c, 8<<20)
 }
 
 func failOnDataLoss(req *spider.Request, def bool) bool {
@@ -307,6 +358,20 @@ func failOnDataLoss(req *spider.Request, def bool) bool {
 		return v
 	}
 	return def
+}
+
+// metaBytes reads a size in bytes from meta: a non-negative finite number
+// (larger than an int64 counts as the largest int64). Other values are
+// ignored.
+func metaBytes(req *spider.Request, key string) (int64, bool) {
+	v, ok := metaFloat(req, key)
+	if !ok || v < 0 || math.IsNaN(v) {
+		return 0, false
+	}
+	if v >= math.MaxInt64 {
+		return math.MaxInt64, true
+	}
+	return int64(v), true
 }
 
 func metaFloat(req *spider.Request, key string) (float64, bool) {
@@ -377,6 +442,44 @@ func classify(ctx context.Context, req *spider.Request, err error) error {
 		return &Error{Kind: errkind.ResponseDataLoss, URL: u, Err: err}
 	}
 	return &Error{Kind: errkind.DownloadFailed, URL: u, Err: err}
+}
+
+// checkProxied applies the SSRF guard to the target of a request sent
+// through a proxy, which resolves and connects to it itself: the target's
+// name is resolved here and every address checked. (The proxy may resolve
+// it differently; a proxy of your own should refuse internal addresses
+// too.)
+func (d *Downloader) checkProxied(ctx context.Context, req *spider.Request) error {
+	g := d.opts.Guard
+	if g == nil {
+		return nil
+	}
+	host := req.URL.Hostname()
+	if err := g.CheckHost(host); err != nil {
+		return err
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	var addrs []string
+	var err error
+	if d.dns != nil {
+		addrs, err = d.dns.Lookup(ctx, host)
+	} else {
+		addrs, err = net.DefaultResolver.LookupHost(ctx, host)
+	}
+	if err != nil {
+		return nil // the proxy reports what it cannot resolve
+	}
+	for _, a := range addrs {
+		if ip, perr := netip.ParseAddr(a); perr == nil {
+			if err := g.CheckAddr(ip); err != nil {
+				err.(*netguard.BlockedError).Host = host
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Close closes the idle connections of the downloader's transport. The

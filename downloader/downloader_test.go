@@ -275,15 +275,25 @@ func (s *syncBuf) Write(p []byte) (int, error) {
 }
 
 func TestWarnSizeLogs(t *testing.T) {
-	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { w.Write(make([]byte, 10<<10)) })
+	// 64 chunks, each flushed: the body arrives in many reads past the
+	// threshold, and the warning is still logged once.
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		for range 64 {
+			w.Write(make([]byte, 4<<10))
+			w.(http.Flusher).Flush()
+		}
+	})
 	var logs syncBuf
 	d := newTestDownloader(t, Options{WarnSize: 4 << 10, Log: zerolog.New(&logs)})
 	if _, err := get(t, d, srv.URL); err != nil {
 		t.Fatal(err)
 	}
 	out := logs.b.String()
-	if !strings.Contains(out, "DOWNLOAD_WARNSIZE") || !strings.Contains(out, srv.URL) || !strings.Contains(out, `"bytes":10240`) {
+	if !strings.Contains(out, "DOWNLOAD_WARNSIZE") || !strings.Contains(out, srv.URL) || !strings.Contains(out, `"bytes_so_far":`) {
 		t.Errorf("no size warning logged: %q", out)
+	}
+	if n := strings.Count(out, "DOWNLOAD_WARNSIZE"); n != 1 {
+		t.Errorf("size warning logged %d times for one response, want once: %q", n, out)
 	}
 	logs.b.Reset()
 	req := spider.MustRequest(srv.URL, nil).Set(MetaDownloadWarnSize, 1<<20)

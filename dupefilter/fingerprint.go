@@ -70,9 +70,12 @@ func CanonicalURL(u *url.URL) string {
 		path = "/"
 	}
 	b.WriteString(path)
-	if u.RawQuery != "" {
+	// An empty query ("?", "?&") is no query: "/?&" and "/" are one
+	// resource, and the canonical form must stay canonical when parsed
+	// again.
+	if q := sortedQuery(u.RawQuery); q != "" {
 		b.WriteByte('?')
-		b.WriteString(sortedQuery(u.RawQuery))
+		b.WriteString(q)
 	}
 	return b.String()
 }

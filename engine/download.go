@@ -10,8 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gocrawl/gocrawl/downloader"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/middleware"
+	"github.com/gocrawl/gocrawl/netguard"
 	"github.com/gocrawl/gocrawl/scheduler"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
@@ -29,6 +31,25 @@ import (
 // runKey carries the job being fetched to the innermost fetcher.
 type runKey struct{}
 
+// wireKey carries the context of the download itself to the innermost
+// fetcher: the middlewares run under a context that a graceful stop
+// cancels (a request waiting for robots.txt gives up at once), while the
+// download on the wire is cancelled only SHUTDOWN_GRACE later (or by
+// Abort, or by the caller of Download).
+type wireKey struct{}
+
+// errNotSent is returned for a request that reaches the network after a
+// graceful stop began: it is kept queued.
+var errNotSent = fmt.Errorf("%w (it stays queued)", spider.ErrStopping)
+
+// interrupted reports whether err means that the request was not sent, or
+// was cut short, because the crawl is stopping: its job is then kept
+// queued instead of going to the errback.
+func (e *Engine) interrupted(err error) bool {
+	return err != nil && (errors.Is(err, spider.ErrStopping) ||
+		(e.stopCtx.Err() != nil && errors.Is(err, context.Canceled)))
+}
+
 // run is one download of a job: reported is set once its outcome has been
 // reported to the throttler, which frees its scopes. A rendered page may
 // report early, from the renderer's goroutine (render.WithReport), hence
@@ -45,10 +66,20 @@ type run struct {
 func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 	r := &run{job: job}
 	ack := true
+	// The body's memory is counted from its first byte until the callback
+	// is done with it (DOWNLOAD_MEMORY_BUDGET).
+	lease := e.dl.Budget().Lease(true)
 	defer func() {
+		lease.Release()
 		e.events <- event{kind: evFinished, job: job, ack: ack}
 	}()
-	dctx := ctx // cancelled by Abort
+	// ctx is cancelled by Abort. What the middlewares wait for (robots.txt)
+	// ends at a graceful stop; the download itself gets SHUTDOWN_GRACE.
+	wait, endWait := mergeCancel(ctx, e.stopCtx)
+	defer endWait()
+	wire, endWire := mergeCancel(ctx, e.graceCtx)
+	defer endWire()
+	fctx := context.WithValue(downloader.WithLease(wait, lease), wireKey{}, wire)
 
 	if !job.Admitted && !e.admit(job) {
 		e.events <- event{kind: evDownloaded}
@@ -56,16 +87,21 @@ func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 		return
 	}
 
-	res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(dctx, runKey{}, r), job.SentAt), job.Req)
+	res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(fctx, runKey{}, r), job.SentAt), job.Req)
 	if r.reported.CompareAndSwap(false, true) {
 		// A middleware answered without downloading (cache) or dropped
 		// the request: free the scopes without feedback.
-		e.thr.Done(dctx, job.Req, job.Scopes, job.SentAt, nil, nil)
+		e.thr.Done(ctx, job.Req, job.Scopes, job.SentAt, nil, nil)
 	}
 	e.events <- event{kind: evDownloaded}
 
-	if e.abortCtx.Err() != nil && err != nil {
-		ack = false // cut short by Abort: keep it queued for the next run
+	if err != nil && (e.abortCtx.Err() != nil || e.interrupted(err)) {
+		// Not sent, or cut short, by Abort or a stop: keep it queued for
+		// the next run, without an errback.
+		ack = false
+		if e.abortCtx.Err() == nil {
+			e.stats.Inc("engine/kept_queued_on_stop", 1)
+		}
 		return
 	}
 	e.scrape(ctx, job.Req, res, err)
@@ -110,6 +146,15 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 		// must not reach the network, so it goes back through throttling.
 		return nil, miss
 	}
+	if e.stopCtx.Err() != nil {
+		return nil, errNotSent // nothing new is sent once a stop began
+	}
+	wire, _ := ctx.Value(wireKey{}).(context.Context)
+	if wire == nil {
+		wire = ctx
+	}
+	dctx, endDownload := mergeCancel(context.WithoutCancel(ctx), wire)
+	defer endDownload()
 	r, _ := ctx.Value(runKey{}).(*run)
 	var scopes throttling.Scopes
 	var sentAt time.Time
@@ -126,11 +171,24 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 		e.stats.Inc("downloader/request_method_count/"+m, 1)
 	}
 	began := e.clock.Now()
-	res, err := e.send(ctx, req, scopes, r)
+	res, err := e.send(dctx, req, scopes, r)
 	now := e.clock.Now()
-	// Cut short by Abort, or by the caller of Download giving up: not the
-	// server's doing, so no backoff feedback and no download error.
-	aborted := err != nil && (e.abortCtx.Err() != nil || ctx.Err() != nil)
+	if errors.Is(err, netguard.ErrBlocked) {
+		// Refused before anything was sent: no feedback, no download
+		// error, a drop with its reason.
+		if r != nil && r.reported.CompareAndSwap(false, true) {
+			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
+		}
+		e.log.Warn().Str("url", req.URL.Redacted()).Err(err).Msg("request refused by the SSRF protection")
+		return nil, &middleware.DropError{Reason: netguard.DropReason, Err: err}
+	}
+	// Cut short by Abort, by SHUTDOWN_GRACE running out, or by the caller
+	// of Download giving up: not the server's doing, so no backoff
+	// feedback and no download error.
+	aborted := err != nil && dctx.Err() != nil
+	if aborted && e.stopCtx.Err() != nil && e.abortCtx.Err() == nil {
+		err = fmt.Errorf("%w: cancelled %v after the stop began (SHUTDOWN_GRACE): %w", spider.ErrStopping, e.grace, err)
+	}
 	if r != nil && r.reported.CompareAndSwap(false, true) {
 		if aborted {
 			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
@@ -171,19 +229,34 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 // downloader middlewares. Redirects and retries answered by middlewares are
 // followed here, up to 10 hops. Used for robots.txt and inline requests.
 func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+	// Waiting ends at a graceful stop; a download on the wire gets
+	// SHUTDOWN_GRACE. The caller's ctx ends both.
+	wait, endWait := mergeCancel(ctx, e.stopCtx)
+	defer endWait()
+	wire, endWire := mergeCancel(ctx, e.graceCtx)
+	defer endWire()
+	stopped := func(err error) error {
+		if e.stopCtx.Err() != nil && ctx.Err() == nil {
+			return errNotSent
+		}
+		return err
+	}
 	for range 10 {
-		scopes, err := e.gate.Scopes(ctx, req)
+		if e.stopCtx.Err() != nil {
+			return nil, errNotSent
+		}
+		scopes, err := e.gate.Scopes(wait, req)
 		if err != nil {
-			return nil, err
+			return nil, stopped(err)
 		}
 		// A rescheduled copy may ask to wait first (throttling_delay: a
 		// redirect's Retry-After, every proxy of the pool resting).
 		if d := throttling.TakeRequestDelay(req); d > 0 {
 			t := e.clock.NewTimer(d)
 			select {
-			case <-ctx.Done():
+			case <-wait.Done():
 				t.Stop()
-				return nil, ctx.Err()
+				return nil, stopped(wait.Err())
 			case <-t.C():
 			}
 		}
@@ -194,9 +267,9 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 			}
 			t := e.clock.NewTimer(w)
 			select {
-			case <-ctx.Done():
+			case <-wait.Done():
 				t.Stop()
-				return nil, ctx.Err()
+				return nil, stopped(wait.Err())
 			case <-t.C():
 			}
 		}
@@ -205,13 +278,18 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 		}
 		n := e.waitingAdmission.Add(1)
 		e.warnDelayed(n)
-		sentAt, err := e.thr.Admit(ctx, scopes)
+		sentAt, err := e.thr.Admit(wait, scopes)
 		e.waitingAdmission.Add(-1)
 		if err != nil {
-			return nil, err
+			return nil, stopped(err)
 		}
 		r := &run{job: &scheduler.Job{Req: req, Scopes: scopes, Admitted: true, SentAt: sentAt}}
-		res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(ctx, runKey{}, r), sentAt), req)
+		// Counted while it is read, never waiting: the caller (a callback,
+		// a job waiting for robots.txt) may hold budget itself.
+		lease := e.dl.Budget().Lease(false)
+		fctx := context.WithValue(downloader.WithLease(throttling.WithSentAt(context.WithValue(wait, runKey{}, r), sentAt), lease), wireKey{}, wire)
+		res, err := e.fetch.Fetch(fctx, req)
+		lease.Release()
 		if r.reported.CompareAndSwap(false, true) {
 			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
 		}
@@ -219,6 +297,9 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 		if errors.As(err, &resched) && len(resched.Requests) == 1 {
 			req = resched.Requests[0]
 			continue
+		}
+		if err != nil && e.interrupted(err) {
+			return nil, stopped(err)
 		}
 		return res, err
 	}

@@ -36,11 +36,14 @@
 //	output.go    the spider.Output handed to callbacks and errbacks
 //	job.go       the job directory (JOBDIR): restoring and checkpointing
 //
-// Stopping: Stop (or cancelling Run's ctx) takes effect before the next
-// request starts; jobs still waiting for throttling admission give up their
-// slot unacknowledged, and in-flight downloads and their callbacks finish.
-// Abort also cancels in-flight downloads and callbacks; their jobs are not
-// acknowledged, so a persistent queue hands them out again (at least once).
+// Stopping: Stop (or cancelling Run's ctx) takes effect at once: nothing
+// new is sent, jobs still waiting (for throttling admission, a
+// throttling_delay, robots.txt) give up their slot unacknowledged, in-flight
+// downloads get SHUTDOWN_GRACE seconds and are then cancelled (also
+// unacknowledged), and the callbacks of downloaded responses finish.
+// Abort also cancels in-flight downloads and callbacks at once. Jobs left
+// unacknowledged stay in a persistent queue, which hands them out again
+// (at least once).
 package engine
 
 import (
@@ -111,6 +114,12 @@ type Result struct {
 	Elapsed time.Duration
 	// Stats is the final snapshot of the stats.
 	Stats map[string]float64
+	// Err is the error that stopped the crawl early, nil when it ended
+	// normally or was stopped on purpose: the job directory or a feed
+	// could not be written (a full disk), or the scheduler failed.
+	// Reason then says which ("jobdir_error", "feed_error",
+	// "scheduler_error"). The gocrawl command exits with status 1.
+	Err error
 }
 
 // Engine runs one spider. Create it with New, run it once with Run.
@@ -144,16 +153,29 @@ type Engine struct {
 	abortCtx context.Context // cancelled by Abort: in-flight downloads stop
 	abort    context.CancelFunc
 	aborted  atomic.Bool
-	// stopCtx is cancelled by Stop (and Abort): jobs still waiting for
-	// throttling admission give up their slot instead of starting.
+	// stopCtx is cancelled by Stop (and Abort): jobs still waiting (for
+	// throttling admission, a delay, robots.txt) give up their slot
+	// instead of starting, and nothing new is sent.
 	stopCtx context.Context
 	stopNow context.CancelFunc
+	// graceCtx is cancelled SHUTDOWN_GRACE after Stop, and by Abort:
+	// downloads still in flight then are cut short and kept queued.
+	graceCtx   context.Context
+	graceEnd   context.CancelFunc
+	grace      time.Duration
+	runDone    chan struct{} // closed when Run returns
+	runDoneMu  sync.Once
+	interrupts atomic.Int64 // jobs kept queued because of the stop
 
 	// CLOSESPIDER_* limits, read once (0 = off).
 	closeItems, closePages, closeErrors int64
 
 	// Counters updated for every request, looked up once.
 	cRequests, cGets, cResponses, cBytes, cOK, cExceptions *stats.Counter
+
+	// fatal is the first error that stopped the crawl (Result.Err).
+	fatalMu sync.Mutex
+	fatal   error
 
 	items, pages, errs atomic.Int64
 	waitingAdmission   atomic.Int64
@@ -188,6 +210,9 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	}
 	e.abortCtx, e.abort = context.WithCancel(context.Background())
 	e.stopCtx, e.stopNow = context.WithCancel(e.abortCtx)
+	e.graceCtx, e.graceEnd = context.WithCancel(e.abortCtx)
+	e.grace = s.Seconds("SHUTDOWN_GRACE")
+	e.runDone = make(chan struct{})
 	e.closeItems = int64(s.Int("CLOSESPIDER_ITEMCOUNT"))
 	e.closePages = int64(s.Int("CLOSESPIDER_PAGECOUNT"))
 	e.closeErrors = int64(s.Int("CLOSESPIDER_ERRORCOUNT"))
@@ -261,18 +286,35 @@ func (e *Engine) Crawler() *spider.Crawler { return e.crawler }
 // Throttler returns the crawl's throttler.
 func (e *Engine) Throttler() *throttling.Throttler { return e.thr }
 
-// Stop asks the crawl to end gracefully: no new request is started,
-// in-flight requests and their callbacks finish, then Run returns with
-// reason. Later calls are ignored. Safe to call from any goroutine.
+// Stop asks the crawl to end gracefully: nothing new is sent (requests
+// waiting for a delay, a slot or robots.txt stay queued), in-flight
+// downloads get SHUTDOWN_GRACE seconds to finish before they are cut
+// short (and stay queued too), callbacks of downloaded responses finish,
+// then Run returns with reason. Later calls are ignored. Safe to call
+// from any goroutine.
 func (e *Engine) Stop(reason string) {
 	e.stopOnce.Do(func() {
 		e.stopNow()
 		e.stopCh <- reason
+		if e.grace <= 0 {
+			e.graceEnd()
+			return
+		}
+		t := e.clock.NewTimer(e.grace)
+		go func() {
+			defer t.Stop()
+			select {
+			case <-t.C():
+				e.graceEnd()
+			case <-e.graceCtx.Done():
+			case <-e.runDone:
+			}
+		}()
 	})
 }
 
-// Abort cancels in-flight downloads; Run returns as soon as their workers
-// finish. Requests cut short are not acknowledged, so a persistent queue
+// Abort cancels in-flight downloads and callbacks; Run returns as soon as
+// their workers finish. Requests cut short are not acknowledged, so a persistent queue
 // keeps them for the next run.
 func (e *Engine) Abort() {
 	e.aborted.Store(true)
@@ -298,6 +340,7 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	stopCheckpoints := e.startCheckpoints()
+	defer e.runDoneMu.Do(func() { close(e.runDone) })
 	reason := e.loop(wctx, ctx.Done())
 	if e.aborted.Load() {
 		reason = "aborted"
@@ -306,7 +349,30 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	elapsed := e.clock.Now().Sub(start)
 	e.finishStats(elapsed, reason)
 	closeErr := e.close(context.WithoutCancel(cctx), reason)
-	return &Result{Reason: reason, Elapsed: elapsed, Stats: e.stats.Snapshot()}, closeErr
+	return &Result{Reason: reason, Elapsed: elapsed, Stats: e.stats.Snapshot(), Err: e.fatalErr()}, closeErr
+}
+
+// fail stops the crawl because of err, which Run reports as Result.Err
+// with reason; only the first failure is kept. Nothing new is sent;
+// in-flight work finishes as in Stop.
+func (e *Engine) fail(reason string, err error) {
+	e.fatalMu.Lock()
+	first := e.fatal == nil
+	if first {
+		e.fatal = err
+	}
+	e.fatalMu.Unlock()
+	if first {
+		e.log.Error().Err(err).Str("reason", reason).Msg("stopping the crawl: it cannot go on")
+		e.stats.Inc("engine/fatal_errors", 1)
+	}
+	e.Stop(reason)
+}
+
+func (e *Engine) fatalErr() error {
+	e.fatalMu.Lock()
+	defer e.fatalMu.Unlock()
+	return e.fatal
 }
 
 func (e *Engine) open(ctx context.Context) error {

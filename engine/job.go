@@ -46,8 +46,8 @@ func (e *Engine) startCheckpoints() func() {
 // checkpointJob saves the throttling state and stats, once the scheduler
 // is closed.
 func (e *Engine) checkpointJob() error {
-	if e.job == nil {
-		return nil
+	if e.job == nil || e.job.Failed() != nil {
+		return nil // a failed job directory was reported when it failed
 	}
 	if err := e.job.Checkpoint(e.thr, e.stats); err != nil {
 		return fmt.Errorf("JOBDIR: saving the crawl's state: %w", err)

@@ -2,11 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"iter"
 	"sync"
 	"time"
 
 	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/scheduler"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -60,6 +63,7 @@ type loopState struct {
 	next       func() (*spider.Request, error, bool) // pulls spider.Start
 	stopStarts func()
 	startsDone bool // spider.Start has no more requests
+	sawStart   bool // the first start request was shown to the middlewares
 
 	// Jobs run on reused worker goroutines: a fresh goroutine per request
 	// would grow its stack through the middleware chains every time.
@@ -159,6 +163,10 @@ func (l *loopState) feedStarts() {
 			e.log.Error().Err(err).Msg("invalid start request; skipping it")
 			continue
 		}
+		if !l.sawStart && req != nil && req.URL != nil {
+			l.sawStart = true
+			e.fetch.ObserveStart(req)
+		}
 		e.enqueue(l.ctx, req)
 	}
 }
@@ -176,9 +184,8 @@ func (l *loopState) startRequests() (wake time.Duration) {
 		}
 		job, w, err := e.sched.Next(l.ctx, now)
 		if err != nil {
-			e.log.Error().Err(err).Msg("scheduler failed; stopping the crawl")
 			e.stats.Inc("scheduler/errors", 1)
-			e.Stop("scheduler_error")
+			e.fail(storageReason(err), fmt.Errorf("scheduler: %w", err))
 			return 0
 		}
 		if job == nil {
@@ -289,9 +296,19 @@ func (l *loopState) handleEvents(ev event) {
 			l.inflight--
 		case evFinished:
 			l.active--
-			if ev.ack {
+			// After a failure that stops the crawl (the job directory or a
+			// feed cannot be written) nothing more is acknowledged: those
+			// jobs' items may be lost, so a resumed job fetches them again.
+			if ev.ack && e.fatalErr() == nil {
 				if err := e.sched.Done(l.ctx, ev.job); err != nil {
-					e.log.Error().Err(err).Str("url", ev.job.Req.URL.Redacted()).Msg("scheduler could not acknowledge a finished request")
+					if errors.Is(err, pqueue.ErrStorage) {
+						// The job directory cannot be written (a full disk):
+						// the request stays queued; stop rather than go on
+						// fetching what cannot be recorded.
+						e.fail("jobdir_error", fmt.Errorf("acknowledging %s: %w", ev.job.Req.URL.Redacted(), err))
+					} else {
+						e.log.Error().Err(err).Str("url", ev.job.Req.URL.Redacted()).Msg("scheduler could not acknowledge a finished request")
+					}
 				}
 			}
 		}
@@ -309,11 +326,24 @@ func (e *Engine) enqueue(ctx context.Context, req *spider.Request) {
 	}
 	ok, err := e.sched.Enqueue(ctx, req)
 	if err != nil {
+		if errors.Is(err, pqueue.ErrStorage) {
+			e.fail("jobdir_error", fmt.Errorf("queueing %s: %w", req.URL.Redacted(), err))
+			return
+		}
 		e.stats.Inc("scheduler/rejected", 1)
 		e.log.Error().Err(err).Str("url", req.URL.Redacted()).Msg("request rejected by the scheduler")
 		return
 	}
 	_ = ok
+}
+
+// storageReason is the reason a scheduler error stops the crawl with:
+// "jobdir_error" when the queue's storage failed, else "scheduler_error".
+func storageReason(err error) string {
+	if errors.Is(err, pqueue.ErrStorage) {
+		return "jobdir_error"
+	}
+	return "scheduler_error"
 }
 
 // closedChan is always ready.

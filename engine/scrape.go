@@ -144,6 +144,12 @@ func (e *Engine) processItem(ctx context.Context, item any) {
 			reason := pipeline.Reason(err)
 			e.stats.Inc("item_dropped_count", 1)
 			e.stats.Inc("item_dropped_reasons_count/"+reason, 1)
+			if errors.Is(err, pipeline.ErrFatal) {
+				// Items can no longer be written: fetching more pages would
+				// only lose theirs.
+				e.fail("feed_error", fmt.Errorf("item pipeline %s: %w", p.Name, err))
+				return
+			}
 			if reason == "error" {
 				e.log.Error().Err(err).Str("pipeline", p.Name).Msg("item pipeline failed; item dropped")
 			}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gocrawl/gocrawl/pipeline"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -57,6 +58,8 @@ type Exporter struct {
 
 	mu        sync.Mutex
 	file      *os.File
+	stream    bool     // file is not a regular file: written as a stream
+	pending   *os.File // a stream opened by Check, for Open
 	bw        *bufio.Writer
 	cw        *countingWriter
 	csvw      *csv.Writer
@@ -124,6 +127,12 @@ func (o Options) check() error {
 		seen[f] = true
 	}
 	return nil
+}
+
+// setWriter buffers writes to w.
+func (e *Exporter) setWriter(w io.Writer) {
+	e.bw = bufio.NewWriterSize(w, 64<<10)
+	e.cw = &countingWriter{w: e.bw}
 }
 
 // Path returns the file written ("<writer>" for NewWriter).
@@ -198,7 +207,8 @@ func (e *Exporter) writeRecord(rec []string) error {
 
 // ProcessItem writes item and passes it on unchanged. An item that cannot
 // be encoded is an error of kind ErrItem (the engine drops it and counts
-// it); a write error is returned as is.
+// it); a write error (a full disk) is of kind pipeline.ErrFatal: the
+// engine stops the crawl.
 func (e *Exporter) ProcessItem(ctx context.Context, item any) (any, error) {
 	obj, err := encodeItem(item)
 	if err != nil {
@@ -232,13 +242,15 @@ func (e *Exporter) ProcessItem(ctx context.Context, item any) (any, error) {
 		err = e.writeCSV(fields)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("feed %s: %w", e.path, err)
+		// The file cannot be written (a full disk): the crawl must stop
+		// rather than fetch pages whose items would be lost.
+		return nil, pipeline.Fatal(fmt.Errorf("feed %s: %w", e.path, err))
 	}
 	e.offset = e.start + e.cw.n
 	e.items++
 	if iv := e.flushInterval(); iv < 0 || time.Since(e.lastFlush) >= iv {
 		if err := e.bw.Flush(); err != nil {
-			return nil, fmt.Errorf("feed %s: %w", e.path, err)
+			return nil, pipeline.Fatal(fmt.Errorf("feed %s: %w", e.path, err))
 		}
 		e.lastFlush = time.Now()
 	}
@@ -311,6 +323,10 @@ func (e *Exporter) Flush() error {
 func (e *Exporter) Close(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.pending != nil { // checked but never opened
+		e.pending.Close()
+		e.pending = nil
+	}
 	if !e.opened || e.closed {
 		return nil
 	}

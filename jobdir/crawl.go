@@ -97,6 +97,9 @@ func (j *Job) ResumeOffset(path string) (int64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
+	if !st.Mode().IsRegular() {
+		return 0, false, nil // a stream (device, pipe): nothing to cut
+	}
 	if st.Size() >= off {
 		return off, true, nil
 	}
@@ -105,14 +108,35 @@ func (j *Job) ResumeOffset(path string) (int64, bool, error) {
 		return 0, false, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
+	end, err := afterLastNewline(f, st.Size())
 	if err != nil {
 		return 0, false, err
 	}
-	end := int64(bytes.LastIndexByte(data, '\n') + 1)
 	j.log.Warn().Str("feed", path).Int64("saved_offset", off).Int64("file_size", st.Size()).Int64("resume_at", end).
 		Msg("the feed file is shorter than the job recorded (power failure?); resuming after its last complete line")
 	return end, true, nil
+}
+
+// afterLastNewline returns the offset just after the last '\n' of the
+// first size bytes of f (0 when there is none), reading backwards a chunk
+// at a time rather than loading the file.
+func afterLastNewline(f io.ReaderAt, size int64) (int64, error) {
+	var buf [32 << 10]byte
+	for end := size; end > 0; {
+		start := max(0, end-int64(len(buf)))
+		n, err := f.ReadAt(buf[:end-start], start)
+		if n < int(end-start) {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
 }
 
 // Storage returns the scheduler storage of the job: the Pebble queue and
@@ -124,6 +148,7 @@ func (j *Job) Storage(sp spider.Spider) (*scheduler.Storage, error) {
 		Prefix:     PrefixQueue,
 		OnAck:      j.recordFeeds,
 		AfterWrite: j.Written,
+		Write:      j.write,
 	})
 	if err != nil {
 		return nil, err
@@ -194,6 +219,9 @@ func (j *Job) StartCheckpoints(thr *throttling.Throttler, st *stats.Collector) (
 			case <-t.C:
 				if err := j.Checkpoint(thr, st); err != nil {
 					j.log.Error().Err(err).Str("jobdir", j.dir).Msg("saving the job's state failed")
+					if j.Failed() != nil {
+						return // the database is unusable: the crawl is stopping
+					}
 				}
 			}
 		}

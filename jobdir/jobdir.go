@@ -7,13 +7,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/gocrawl/gocrawl/internal/pebblefatal"
+	"github.com/gocrawl/gocrawl/internal/privfs"
 )
 
 // FormatVersion is the version of the job directory layout (key prefixes
@@ -35,6 +41,11 @@ var (
 	// ErrCorrupt: the database does not open or lacks its metadata.
 	ErrCorrupt = fmt.Errorf("%w: corrupted", ErrBadState)
 )
+
+// ErrWrite is the kind of a failed write to the job's database (a full
+// disk): the crawl stops, what was written before stays, and the job
+// resumes once the cause is fixed. It does not match ErrBadState.
+var ErrWrite = errors.New("cannot write the job directory")
 
 // Key prefixes of the job database. Each owner of a prefix keeps its keys
 // under it; nothing else writes there.
@@ -79,6 +90,9 @@ type Options struct {
 	// takes the lock: a job in use by a crawl is refused with ErrLocked.
 	// Used by `gocrawl jobs inspect`, with an empty spider name (any).
 	ReadOnly bool
+	// FS replaces the operating system's file system under Pebble (tests
+	// inject faults with it); nil means the real one.
+	FS vfs.FS
 }
 
 // DefaultSyncInterval is the default Options.SyncInterval.
@@ -101,6 +115,13 @@ type Job struct {
 
 	mu     sync.Mutex
 	closed bool
+	// breaker guards every write to db (the queue's too): after a fatal
+	// write error (a full disk) db is not written again.
+	breaker pebblefatal.Breaker
+
+	syncMu  sync.Mutex
+	syncs   uint64    // count of the last sync mark (damage.go)
+	pending *Recovery // damage found by a read-only open
 }
 
 // Open opens (or creates) the job directory dir for the spider named
@@ -124,8 +145,16 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 		if !dbExists(stateDir) {
 			return nil, fmt.Errorf("JOBDIR %s: no job here (no %s folder)", dir, stateDirName)
 		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("JOBDIR %s: %w", dir, err)
+	} else {
+		// The job holds queued requests with their Authorization headers
+		// and proxy passwords: private to the user.
+		tightened, err := privfs.MkdirAll(dir)
+		if err != nil {
+			return nil, fmt.Errorf("JOBDIR %s: %w", dir, err)
+		}
+		if tightened {
+			opts.Log.Warn().Str("jobdir", dir).Msg("JOBDIR was readable by other users; made it private (0700): it holds queued requests' credentials")
+		}
 	}
 	// Pebble locks its folder too, but only our lock gives a clear message
 	// (and covers the reset below).
@@ -140,14 +169,22 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 				j.unlock()
 				return nil, fmt.Errorf("JOBDIR %s: resetting: %w", dir, err)
 			}
+			_ = os.Remove(filepath.Join(dir, syncFile))
 			opts.Log.Info().Str("jobdir", dir).Msg("JOBDIR_RESET: starting the job over")
 		}
 	}
 	exists := dbExists(stateDir)
+	if !exists {
+		if err := checkEmptied(dir); err != nil {
+			j.unlock()
+			return nil, err
+		}
+	}
 	popts := &pebble.Options{
 		ErrorIfNotExists: exists,
 		ReadOnly:         opts.ReadOnly,
-		Logger:           quietLogger{},
+		Logger:           j.breaker.Logger(),
+		FS:               privfs.FS(opts.FS),
 		// A larger memtable than Pebble's 4 MB default absorbs a queue's
 		// push-then-delete churn before it reaches the disk.
 		MemTableSize: 32 << 20,
@@ -157,9 +194,18 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-	db, err := pebble.Open(stateDir, popts)
+	var db *pebble.DB
+	err = j.breaker.Do("opening the database", func() (err error) {
+		db, err = pebble.Open(stateDir, popts)
+		return err
+	})
 	if err != nil {
 		j.unlock()
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, pebblefatal.ErrFatal) {
+			// Opening replays the log and writes: a full disk is not a
+			// damaged job.
+			return nil, fmt.Errorf("%w: JOBDIR %s: opening the database: %w%s", ErrWrite, dir, err, diskHint(err))
+		}
 		if exists {
 			return nil, fmt.Errorf("%w: JOBDIR %s: the database does not open (%v); "+
 				"move the folder away, or start over with --fresh (-s JOBDIR_RESET=true)", ErrCorrupt, dir, err)
@@ -168,7 +214,12 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 	}
 	j.db = db
 	if err := j.checkMeta(spiderName, opts.ReadOnly); err != nil {
-		_ = db.Close()
+		_ = j.closeDB()
+		j.unlock()
+		return nil, err
+	}
+	if err := j.checkSyncMarks(opts.ReadOnly); err != nil {
+		_ = j.closeDB()
 		j.unlock()
 		return nil, err
 	}
@@ -189,7 +240,7 @@ func dbExists(dir string) bool {
 }
 
 func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, privfs.FilePerm)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +291,7 @@ func (j *Job) checkMeta(spiderName string, ro bool) error {
 		}
 		j.meta = Metadata{Version: FormatVersion, Spider: spiderName, Created: time.Now().UTC()}
 		b, _ := json.Marshal(j.meta)
-		if err := j.db.Set([]byte(PrefixMeta), b, pebble.Sync); err != nil {
+		if err := j.write("writing metadata", func() error { return j.db.Set([]byte(PrefixMeta), b, pebble.Sync) }); err != nil {
 			return fmt.Errorf("JOBDIR %s: writing metadata: %w", j.dir, err)
 		}
 		return nil
@@ -346,7 +397,7 @@ func (j *Job) putJSON(key string, v any) error {
 	if err != nil {
 		return fmt.Errorf("JOBDIR %s: encoding %s: %w", j.dir, key, err)
 	}
-	return j.db.Set([]byte(key), b, pebble.NoSync)
+	return j.write("saving "+key, func() error { return j.db.Set([]byte(key), b, pebble.NoSync) })
 }
 
 func (j *Job) getJSON(key string, v any) (bool, error) {
@@ -369,7 +420,7 @@ func (j *Job) Sync() error {
 	if j.ro {
 		return nil
 	}
-	return j.db.LogData(nil, pebble.Sync)
+	return j.syncMark()
 }
 
 // Written tells the syncer that a write was committed: a WAL sync starts
@@ -400,6 +451,9 @@ func (j *Job) syncLoop(every time.Duration) {
 		}
 		if err := j.Sync(); err != nil {
 			j.log.Error().Err(err).Str("jobdir", j.dir).Msg("syncing the job's log failed")
+			if j.Failed() != nil {
+				return // the database is unusable: the crawl is stopping
+			}
 		}
 	}
 }
@@ -418,12 +472,12 @@ func (j *Job) Close() error {
 		<-j.syncDone
 	}
 	var errs []error
-	if !j.ro {
+	if !j.ro && j.Failed() == nil {
 		if err := j.Sync(); err != nil {
 			errs = append(errs, fmt.Errorf("syncing: %w", err))
 		}
 	}
-	if err := j.db.Close(); err != nil {
+	if err := j.closeDB(); err != nil {
 		errs = append(errs, fmt.Errorf("closing the database: %w", err))
 	}
 	j.unlock()
@@ -431,6 +485,16 @@ func (j *Job) Close() error {
 		return fmt.Errorf("JOBDIR %s: %w", j.dir, err)
 	}
 	return nil
+}
+
+// closeDB closes the database, unless a fatal write error broke it:
+// closing would wait on locks the failed write still holds. The process
+// exiting releases it; what was written before the failure is on disk.
+func (j *Job) closeDB() error {
+	if j.breaker.Err() != nil {
+		return nil // reported when it happened
+	}
+	return j.breaker.Do("closing", j.db.Close)
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix p.
@@ -445,11 +509,30 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-// quietLogger keeps Pebble's informational output out of the crawl's logs.
-type quietLogger struct{}
+// write runs fn, a write to the database: Pebble's fatal errors (a full
+// disk) become errors of kind ErrWrite, and after one every write fails at
+// once with the same error, without touching the broken database.
+func (j *Job) write(what string, fn func() error) error {
+	err := j.breaker.Do(what, fn)
+	if err != nil && errors.Is(err, pebblefatal.ErrFatal) {
+		return fmt.Errorf("%w: JOBDIR %s: %w%s", ErrWrite, j.dir, err, diskHint(err))
+	}
+	return err
+}
 
-func (quietLogger) Infof(string, ...any)  {}
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf(format, args...))
+// diskHint adds advice to a write error caused by a full disk.
+func diskHint(err error) string {
+	if errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "no space left") {
+		return "; free some space and run the same command again to resume the job"
+	}
+	return ""
+}
+
+// Failed returns the write error that made the job's database unusable
+// (a full disk), or nil.
+func (j *Job) Failed() error {
+	if err := j.breaker.Err(); err != nil {
+		return fmt.Errorf("%w: JOBDIR %s: %w%s", ErrWrite, j.dir, err, diskHint(err))
+	}
+	return nil
 }

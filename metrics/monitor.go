@@ -122,6 +122,10 @@ func (m *Monitor) Start(c Crawl) error {
 			ev = ev.Str("report", "http://"+srv.Addr()+"/")
 		}
 		ev.Msg("serving Prometheus metrics and the live report")
+		if AllInterfaces(addr) {
+			cr.Log.Warn().Str("METRICS_ADDR", addr).
+				Msg("the metrics endpoint listens on every network interface: anyone who can reach this machine can read the crawl's hosts, stats and live report; use 127.0.0.1:PORT to keep it local")
+		}
 	}
 	now := m.clock.Now()
 	m.rec.Begin(now)

@@ -207,6 +207,20 @@ func ServePages(addr string, reg *prometheus.Registry, pages map[string]http.Han
 	return s, nil
 }
 
+// AllInterfaces reports whether a listen address ("host:port") binds every
+// network interface: an empty host (":9410"), 0.0.0.0 or [::].
+func AllInterfaces(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
 // Addr returns the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 

@@ -99,3 +99,14 @@ func TestExporterBoundsScopeLabels(t *testing.T) {
 		t.Error("a late scope took a label")
 	}
 }
+
+func TestAllInterfaces(t *testing.T) {
+	for addr, want := range map[string]bool{
+		":9411": true, "0.0.0.0:9411": true, "[::]:9411": true,
+		"127.0.0.1:9411": false, "localhost:9411": false, "[::1]:0": false, "10.0.0.5:9411": false, "bad": false,
+	} {
+		if got := AllInterfaces(addr); got != want {
+			t.Errorf("AllInterfaces(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}

@@ -45,6 +45,7 @@ type DownloaderChain struct {
 	names     []string
 	answerers []namedAnswerer
 	closers   []namedCloser
+	observers []StartObserver
 	c         *spider.Crawler
 }
 
@@ -90,6 +91,9 @@ func NewDownloaderChain(c *spider.Crawler, inner Fetcher) (*DownloaderChain, err
 		if cl, ok := m.(Closer); ok {
 			ch.closers = append(ch.closers, namedCloser{name, cl})
 		}
+		if o, ok := m.(StartObserver); ok {
+			ch.observers = append(ch.observers, o)
+		}
 	}
 	ch.fetch = f
 	return ch, nil
@@ -98,6 +102,15 @@ func NewDownloaderChain(c *spider.Crawler, inner Fetcher) (*DownloaderChain, err
 // Fetch runs req through the chain.
 func (ch *DownloaderChain) Fetch(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 	return ch.fetch.Fetch(ctx, req)
+}
+
+// ObserveStart tells the middlewares that implement StartObserver about the
+// crawl's first start request. The engine calls it once, before anything
+// is fetched.
+func (ch *DownloaderChain) ObserveStart(req *spider.Request) {
+	for _, o := range ch.observers {
+		o.ObserveStart(req)
+	}
 }
 
 // Names returns the enabled middlewares, outermost first.

@@ -17,9 +17,12 @@ func init() { RegisterDownloader("HttpAuth", newHTTPAuth) }
 type BasicAuth struct {
 	User, Pass string
 	// Domain limits where the credentials are sent: that domain and its
-	// subdomains. "" means the domain of the first request the spider
-	// makes (as in Scrapy); "*" means every domain (only for crawls that
-	// never leave the site that asked for the credentials).
+	// subdomains. "" means the host of the spider's first start request
+	// (the first one its Start yields), decided before anything is
+	// fetched, so it does not depend on which response arrives first;
+	// until the crawl has a start request, credentials go nowhere. "*"
+	// means every domain (only for crawls that never leave the site that
+	// asked for the credentials).
 	Domain string
 }
 
@@ -29,17 +32,18 @@ type BasicAuther interface {
 	BasicAuth() BasicAuth
 }
 
-// HTTPAuth (the "HttpAuth" downloader middleware) adds an Authorization: Basic header to requests, from the
-// spider's BasicAuth (sent only to its domain and subdomains) or from the
-// request's http_user/http_pass meta (sent with that request only, and
-// dropped by Redirect when the host changes). A request that already has an
-// Authorization header keeps it. Credentials are never logged.
+// HTTPAuth (the "HttpAuth" downloader middleware) adds an Authorization:
+// Basic header to requests, from the spider's BasicAuth (sent only to its
+// domain and subdomains) or from the request's http_user/http_pass meta
+// (sent with that request only, and dropped by Redirect when the host
+// changes). A request that already has an Authorization header keeps it.
+// Credentials are never logged.
 type HTTPAuth struct {
 	auth BasicAuth
 	has  bool
 
-	once   sync.Once
-	domain string
+	mu     sync.RWMutex
+	domain string // "" until bound (empty BasicAuth.Domain)
 }
 
 func newHTTPAuth(c *spider.Crawler) (Downloader, error) {
@@ -55,9 +59,27 @@ func newHTTPAuth(c *spider.Crawler) (Downloader, error) {
 		if strings.Contains(m.auth.Domain, "/") {
 			return nil, fmt.Errorf("BasicAuth domain %q: want a domain such as example.com, not a URL", m.auth.Domain)
 		}
-		m.domain = strings.ToLower(strings.TrimSuffix(m.auth.Domain, "."))
+		m.domain = normalizeHost(m.auth.Domain)
 	}
 	return m, nil
+}
+
+// ObserveStart implements StartObserver: credentials without a domain are
+// bound to the host of the crawl's first start request.
+func (m *HTTPAuth) ObserveStart(req *spider.Request) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.domain == "" && req != nil && req.URL != nil {
+		m.domain = normalizeHost(req.URL.Hostname())
+	}
+}
+
+// Domain returns where the spider's credentials are sent ("" while not
+// bound yet).
+func (m *HTTPAuth) Domain() string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.domain
 }
 
 // WrapFetcher implements Downloader.
@@ -86,17 +108,20 @@ func (m *HTTPAuth) WrapFetcher(next Fetcher) Fetcher {
 }
 
 func (m *HTTPAuth) allowed(req *spider.Request) bool {
-	m.once.Do(func() {
-		if m.domain == "" {
-			m.domain = strings.ToLower(req.URL.Hostname())
-		}
-	})
-	if m.domain == "*" {
+	domain := m.Domain()
+	switch domain {
+	case "":
+		return false // not bound yet: never guess
+	case "*":
 		return true
 	}
-	host := strings.TrimSuffix(strings.ToLower(req.URL.Hostname()), ".")
-	if net.ParseIP(host) != nil {
-		return host == m.domain
+	host := normalizeHost(req.URL.Hostname())
+	if net.ParseIP(host) != nil || net.ParseIP(domain) != nil {
+		return host == domain
 	}
-	return host == m.domain || strings.HasSuffix(host, "."+m.domain)
+	return host == domain || strings.HasSuffix(host, "."+domain)
+}
+
+func normalizeHost(h string) string {
+	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(h), "."))
 }

@@ -31,15 +31,18 @@ func TestHTTPAuth(t *testing.T) {
 	srv := authEcho(t)
 	other := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 	tests := []struct {
-		name string
-		auth BasicAuth
-		url  string
-		meta map[string]any
-		want string
+		name  string
+		auth  BasicAuth
+		start string // the crawl's first start request, if any
+		url   string
+		meta  map[string]any
+		want  string
 	}{
 		{name: "auth domain", auth: BasicAuth{User: "u", Pass: "p", Domain: "127.0.0.1"}, url: srv.URL, want: "true u:p"},
 		{name: "other domain", auth: BasicAuth{User: "u", Pass: "p", Domain: "127.0.0.1"}, url: other, want: "false :"},
-		{name: "domain of the first request", auth: BasicAuth{User: "u", Pass: "p"}, url: srv.URL, want: "true u:p"},
+		{name: "domain of the first start request", auth: BasicAuth{User: "u", Pass: "p"}, start: srv.URL, url: srv.URL, want: "true u:p"},
+		{name: "not the first start request's domain", auth: BasicAuth{User: "u", Pass: "p"}, start: other, url: srv.URL, want: "false :"},
+		{name: "no start request yet", auth: BasicAuth{User: "u", Pass: "p"}, url: srv.URL, want: "false :"},
 		{name: "any domain", auth: BasicAuth{User: "u", Pass: "p", Domain: "*"}, url: other, want: "true u:p"},
 		{name: "meta", url: other, meta: map[string]any{MetaHTTPUser: "m", MetaHTTPPass: "q"}, want: "true m:q"},
 		{name: "no credentials", url: srv.URL, want: "false :"},
@@ -48,6 +51,9 @@ func TestHTTPAuth(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, logs := newCrawler(t, &authSpider{auth: tt.auth}, only(nil, "HttpAuth"))
 			ch := chainFor(t, c, realFetcher())
+			if tt.start != "" {
+				ch.ObserveStart(spider.MustRequest(tt.start+"/", nil))
+			}
 			r := spider.MustRequest(tt.url+"/", nil)
 			for k, v := range tt.meta {
 				r.Set(k, v)
@@ -66,15 +72,23 @@ func TestHTTPAuth(t *testing.T) {
 	}
 }
 
-func TestHTTPAuthFirstRequestDomainSticks(t *testing.T) {
+// TestHTTPAuthFirstStartDomainSticks: the domain is the first start
+// request's, whatever is fetched first, and later start requests do not
+// move it.
+func TestHTTPAuthFirstStartDomainSticks(t *testing.T) {
 	srv := authEcho(t)
 	other := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 	c, _ := newCrawler(t, &authSpider{auth: BasicAuth{User: "u", Pass: "p"}}, only(nil, "HttpAuth"))
 	ch := chainFor(t, c, realFetcher())
 	ctx := context.Background()
-	ch.Fetch(ctx, spider.MustRequest(srv.URL+"/", nil))
+	ch.ObserveStart(spider.MustRequest(srv.URL+"/", nil))
+	ch.ObserveStart(spider.MustRequest(other+"/", nil))
 	res, _ := ch.Fetch(ctx, spider.MustRequest(other+"/", nil))
 	if string(res.Body) != "false :" {
-		t.Errorf("credentials sent to a second domain: %q", res.Body)
+		t.Errorf("credentials sent to a domain that is not the first start request's: %q", res.Body)
+	}
+	res, _ = ch.Fetch(ctx, spider.MustRequest(srv.URL+"/", nil))
+	if string(res.Body) != "true u:p" {
+		t.Errorf("credentials not sent to the first start request's domain: %q", res.Body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -51,6 +52,7 @@ type HTTPCache struct {
 	clock         clock.Clock
 	stats         *stats.Collector
 	log           zerolog.Logger
+	warned        atomic.Bool // a write failure was logged
 }
 
 func newHTTPCache(c *spider.Crawler) (Downloader, error) {
@@ -112,6 +114,15 @@ func NewHTTPCache(c *spider.Crawler, o HTTPCacheOptions) (*HTTPCache, error) {
 
 // Close closes the cache database.
 func (m *HTTPCache) Close() error { return m.store.Close() }
+
+// writeFailed counts a failed cache write and logs the first: the crawl
+// goes on without storing (a full disk under the cache must not stop it).
+func (m *HTTPCache) writeFailed(err error) {
+	m.inc("httpcache/errors/write")
+	if m.warned.CompareAndSwap(false, true) {
+		m.log.Error().Err(err).Msg("HTTP cache write failed; responses may no longer be cached (the crawl goes on)")
+	}
+}
 
 func (m *HTTPCache) inc(key string) {
 	if m.stats != nil {
@@ -200,7 +211,7 @@ func (m *HTTPCache) WrapFetcher(next Fetcher) Fetcher {
 					}
 					cached.Stored = m.clock.Now()
 					if err := m.store.PutMeta(fp, &cached.Meta); err != nil {
-						m.log.Warn().Err(err).Msg("HTTP cache write failed")
+						m.writeFailed(err)
 					}
 				}
 				return cached.Response(req), nil
@@ -212,7 +223,7 @@ func (m *HTTPCache) WrapFetcher(next Fetcher) Fetcher {
 			e := &httpcache.Entry{Meta: httpcache.Meta{URL: res.URL.String(), Status: res.Status,
 				Header: res.Header.Clone(), Stored: m.clock.Now()}, Body: res.Body}
 			if err := m.store.Put(fp, e); err != nil {
-				m.log.Warn().Err(err).Msg("HTTP cache write failed")
+				m.writeFailed(err)
 			} else {
 				m.inc("httpcache/store")
 			}

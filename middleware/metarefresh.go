@@ -10,6 +10,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -132,7 +133,7 @@ func parseRefresh(v string) (time.Duration, string, bool) {
 	if rest == "" {
 		return 0, "", false
 	}
-	return time.Duration(secs * float64(time.Second)), rest, true
+	return settings.Duration(secs), rest, true
 }
 
 // containsFold reports whether b contains the ASCII string sub (lower

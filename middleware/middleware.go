@@ -133,6 +133,15 @@ type Answerer interface {
 // yourself opts a request out of being answered offline.
 const MetaOffline = "offline"
 
+// StartObserver is implemented by downloader middlewares that need to know
+// the crawl's first start request (the first one spider.Start yields) before
+// any request is fetched: HttpAuth binds credentials without a domain to
+// its host. The engine calls ObserveStart once, with a request that must
+// not be modified.
+type StartObserver interface {
+	ObserveStart(req *spider.Request)
+}
+
 // Closer is implemented by middlewares that hold resources (the HTTP
 // cache's database); they are closed when the crawl ends.
 type Closer interface {
@@ -148,8 +157,17 @@ type RescheduleError struct {
 	Requests []*spider.Request
 	// Reason for the stats and logs ("retry", "redirect").
 	Reason string
+	// Err is what caused it, when an error did (errors.Is and errors.As
+	// see it), or nil.
+	Err error
 }
 
 func (e *RescheduleError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("rescheduled (%s) as %d request(s): %v", e.Reason, len(e.Requests), e.Err)
+	}
 	return fmt.Sprintf("rescheduled (%s) as %d request(s)", e.Reason, len(e.Requests))
 }
+
+// Unwrap returns Err.
+func (e *RescheduleError) Unwrap() error { return e.Err }

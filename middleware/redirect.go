@@ -11,6 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/netguard"
+	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
 	"github.com/gocrawl/gocrawl/throttling"
@@ -47,7 +49,10 @@ func init() { RegisterDownloader("Redirect", newRedirect) }
 // engine/dropped/<reason>, passed to the errback): more than
 // REDIRECT_MAX_TIMES hops (redirect_max_times), a URL visited a third time
 // in one chain (redirect_loop), a Location that is not a valid http(s) URL
-// (redirect_bad_location, redirect_unsupported_scheme).
+// (redirect_bad_location, redirect_unsupported_scheme), and with
+// SSRF_PROTECTION_ENABLED a Location whose host is an internal address
+// literal or a localhost name (blocked_address; names that resolve to
+// internal addresses are refused when the downloader connects).
 //
 // A 3xx Retry-After is honoured up to REDIRECT_MAX_DELAY seconds by giving
 // the new request a throttling_delay.
@@ -63,7 +68,8 @@ type redirector struct {
 	sp             spider.Spider
 	stats          *stats.Collector
 	log            zerolog.Logger
-	referer        *refererPolicy // nil when REFERER_ENABLED is false
+	referer        *refererPolicy  // nil when REFERER_ENABLED is false
+	guard          *netguard.Guard // SSRF_PROTECTION_ENABLED, or nil
 }
 
 func newRedirector(c *spider.Crawler) (*redirector, error) {
@@ -76,6 +82,11 @@ func newRedirector(c *spider.Crawler) (*redirector, error) {
 		stats:          c.Stats,
 		log:            c.Log,
 	}
+	g, err := netguard.FromSettings(s)
+	if err != nil {
+		return nil, err
+	}
+	r.guard = g
 	if s.Bool("REFERER_ENABLED") {
 		p, err := parseReferrerPolicy(s.String("REFERRER_POLICY"))
 		if err != nil {
@@ -144,6 +155,11 @@ func (r *redirector) follow(req *spider.Request, loc string, reason any, toGet b
 	}
 	if target.Host == "" {
 		return nil, &DropError{Reason: "redirect_bad_location", Err: fmt.Errorf("location %q has no host", loc)}
+	}
+	if err := r.guard.CheckHost(target.Hostname()); err != nil {
+		r.log.Warn().Str("request", RedactedRequest(req)).Str("location", RedactedURL(target)).Err(err).
+			Msg("redirect to an internal address refused by the SSRF protection")
+		return nil, &DropError{Reason: netguard.DropReason, Err: err}
 	}
 	target.Fragment, target.RawFragment = "", ""
 
@@ -251,7 +267,7 @@ func parseRetryAfter(v, date string, now time.Time) (time.Duration, bool) {
 		if n < 0 {
 			return 0, false
 		}
-		return time.Duration(n * float64(time.Second)), true
+		return settings.Duration(n), true
 	}
 	t, err := http.ParseTime(v)
 	if err != nil {

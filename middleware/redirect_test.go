@@ -386,3 +386,19 @@ func TestContainsFold(t *testing.T) {
 		}
 	}
 }
+
+func TestHugeServerDelaysSaturate(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, v := range []string{"1e300", "10000000000", "9223372037"} {
+		d, ok := parseRetryAfter(v, "", now)
+		if !ok || d <= 24*time.Hour {
+			t.Errorf("parseRetryAfter(%q) = %v, %v; want a huge positive delay (no overflow)", v, d, ok)
+		}
+	}
+	for _, v := range []string{"10000000000; url=/next", "99999999999999999999, /x", "9223372037.5;URL=/x"} {
+		d, u, ok := parseRefresh(v)
+		if !ok || u == "" || d <= 24*time.Hour {
+			t.Errorf("parseRefresh(%q) = %v, %q, %v; want a huge positive delay (no overflow)", v, d, u, ok)
+		}
+	}
+}

@@ -1,14 +1,17 @@
 package middleware
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/temoto/robotstxt"
 
 	"github.com/gocrawl/gocrawl/spider"
@@ -67,10 +70,21 @@ type RobotsDelaySetter interface {
 //     (and is logged); it never crashes the crawl.
 //   - 4xx other than 429 ("unavailable"), and a redirect that was not
 //     followed: everything is allowed.
-//   - 5xx, 429, or a network error ("unreachable"): complete disallow, for
-//     ROBOTSTXT_ERROR_RETRY seconds; the first request after that fetches
-//     robots.txt again. Requests dropped meanwhile are counted under
-//     engine/dropped/robots.txt and robotstxt/unreachable.
+//   - 5xx, 429, or a network error ("unreachable"): complete disallow
+//     while it lasts, but the origin's requests are kept, not dropped:
+//     each is rescheduled (a *RescheduleError, reason
+//     "robots.txt_unreachable", stats robotstxt/deferred) to wait in the
+//     queue until robots.txt is fetched again, ROBOTSTXT_ERROR_RETRY
+//     seconds after the first failure, then twice as long after each
+//     further one. Only when robots.txt has been unreachable for
+//     ROBOTSTXT_UNREACHABLE_TIMEOUT seconds are its requests dropped
+//     (engine/dropped/robots.txt, robotstxt/unreachable_drops, one log
+//     line per origin); a later successful fetch lets the origin's new
+//     requests through again. robots.txt itself is not retried in place
+//     (no Retry middleware), so a hanging robots.txt holds the requests
+//     that wait for it for one DOWNLOAD_TIMEOUT at most. A host name that
+//     does not resolve (no such host) has no robots.txt to wait for: its
+//     requests go on and fail on their own.
 //   - A request admitted before its origin's robots.txt was known (while
 //     it was being fetched), whose robots.txt turns out to set a
 //     Crawl-delay, is rescheduled once (a *RescheduleError, stats
@@ -82,7 +96,8 @@ type RobotsDelaySetter interface {
 type RobotsTxt struct {
 	c         *spider.Crawler
 	agent     string
-	errorTTL  time.Duration
+	errorTTL  time.Duration // first retry after a failure; doubles
+	giveUp    time.Duration // ROBOTSTXT_UNREACHABLE_TIMEOUT
 	size      int
 	delays    RobotsDelaySetter
 	now       func() time.Time
@@ -101,6 +116,15 @@ type robotsEntry struct {
 	delayed bool      // a Crawl-delay was applied to the host's scope
 	readyAt time.Time // when the Crawl-delay was applied (crawl clock)
 	expires time.Time
+	// While robots.txt is unreachable: when it first failed, how many
+	// fetches failed in a row, and whether the origin's requests are
+	// dropped now (ROBOTSTXT_UNREACHABLE_TIMEOUT passed).
+	failedSince time.Time
+	failures    int
+	gaveUp      bool
+	// err is set when the fetch was cut short by a stopping crawl: the
+	// entry is forgotten and its waiters give up with err.
+	err error
 }
 
 // robotsAdmittedBefore reports whether the request being fetched under ctx was
@@ -117,8 +141,9 @@ func NewRobotsTxt(c *spider.Crawler) (*RobotsTxt, error) {
 		return nil, fmt.Errorf("RobotsTxt: the crawler has no Download function to fetch robots.txt with")
 	}
 	m := &RobotsTxt{c: c, agent: RobotsAgent(c.Settings.String("ROBOTSTXT_USER_AGENT"), c.Settings.String("USER_AGENT")),
-		errorTTL: c.Settings.Seconds("ROBOTSTXT_ERROR_RETRY"), size: c.Settings.Int("ROBOTSTXT_CACHE_SIZE"),
-		now: time.Now, fetchFunc: c.Download, entries: map[string]*list.Element{}, order: list.New()}
+		errorTTL: c.Settings.Seconds("ROBOTSTXT_ERROR_RETRY"), giveUp: c.Settings.Seconds("ROBOTSTXT_UNREACHABLE_TIMEOUT"),
+		size: c.Settings.Int("ROBOTSTXT_CACHE_SIZE"),
+		now:  time.Now, fetchFunc: c.Download, entries: map[string]*list.Element{}, order: list.New()}
 	if d, ok := c.Throttler.(RobotsDelaySetter); ok {
 		m.delays = d
 	}
@@ -168,9 +193,21 @@ func (m *RobotsTxt) Check(ctx context.Context, req *spider.Request) error {
 	if err != nil {
 		return err
 	}
+	if e.err != nil {
+		return e.err
+	}
 	if e.unreach {
-		m.stat("robotstxt/unreachable_drops")
-		return &DropError{Reason: DropReasonRobotsTxt, Err: ErrRobotsTxtUnreachable}
+		if e.gaveUp {
+			m.stat("robotstxt/unreachable_drops")
+			return &DropError{Reason: DropReasonRobotsTxt, Err: ErrRobotsTxtUnreachable}
+		}
+		// Complete disallow for now: the request waits in the queue
+		// until robots.txt is fetched again.
+		m.stat("robotstxt/deferred")
+		again := req.Clone()
+		again.DontFilter = true
+		throttling.SetRequestDelay(again, max(e.expires.Sub(m.now()), time.Second))
+		return &RescheduleError{Requests: []*spider.Request{again}, Reason: "robots.txt_unreachable", Err: ErrRobotsTxtUnreachable}
 	}
 	if !m.allowed(e.data, req) {
 		m.stat("robotstxt/forbidden")
@@ -213,6 +250,7 @@ func robotsOrigin(req *spider.Request) string {
 func (m *RobotsTxt) robotsEntry(ctx context.Context, req *spider.Request) (e *robotsEntry, waited bool, err error) {
 	key := robotsOrigin(req)
 	now := m.now()
+	var prev *robotsEntry
 	m.mu.Lock()
 	if el, ok := m.entries[key]; ok {
 		e := el.Value.(*robotsEntry)
@@ -223,6 +261,7 @@ func (m *RobotsTxt) robotsEntry(ctx context.Context, req *spider.Request) (e *ro
 				m.mu.Unlock()
 				return e, false, nil
 			}
+			prev = e
 			m.order.Remove(el) // expired: fetch again below
 			delete(m.entries, key)
 		default:
@@ -236,6 +275,10 @@ func (m *RobotsTxt) robotsEntry(ctx context.Context, req *spider.Request) (e *ro
 		}
 	}
 	e = &robotsEntry{origin: key, ready: make(chan struct{})}
+	if prev != nil && prev.unreach {
+		// Still failing since then: the backoff and the give-up time go on.
+		e.failedSince, e.failures = prev.failedSince, prev.failures
+	}
 	m.entries[key] = m.order.PushFront(e)
 	if m.size > 0 {
 		for m.order.Len() > m.size {
@@ -260,9 +303,11 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 	defer close(e.ready)
 	u := *from.URL
 	u.Path, u.RawPath, u.RawQuery, u.Fragment, u.User = "/robots.txt", "", "", "", nil
-	// robots.txt is never rendered, whatever RENDER_JS says (the meta key
-	// of package render).
-	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObeyRobotsTxt: true, "render": false}, DontFilter: true}
+	// Retried by this middleware with its own backoff, not in place: the
+	// requests waiting for it are rescheduled meanwhile. robots.txt is
+	// never rendered, whatever RENDER_JS says (the meta key of package
+	// render).
+	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObeyRobotsTxt: true, MetaDontRetry: true, "render": false}, DontFilter: true}
 	m.stat("robotstxt/request_count")
 	res, err := m.fetchFunc(throttling.WithoutSlot(ctx), req)
 	now := m.now()
@@ -275,17 +320,28 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 			e.data, e.expires = robotsAllowAll, now.Add(RobotsTxtCacheTTL)
 			return
 		}
-		m.stat("robotstxt/unreachable")
-		log.Warn().Err(err).Stringer("retry_in", m.errorTTL).Msg("robots.txt unreachable; disallowing the origin until it can be fetched (RFC 9309)")
-		e.unreach, e.expires = true, now.Add(m.errorTTL)
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+			// The host does not exist: no robots.txt to wait for; its
+			// requests fail on their own.
+			m.stat("robotstxt/no_such_host")
+			e.data, e.expires = robotsAllowAll, now.Add(m.errorTTL)
+			return
+		}
+		if errors.Is(err, spider.ErrStopping) {
+			// The crawl is stopping: nothing was learnt; forget the entry so
+			// a resumed crawl fetches it again.
+			e.err = err
+			m.forget(e)
+			return
+		}
+		m.unreachable(e, now, log.Warn().Err(err))
 		return
 	}
 	m.stat(fmt.Sprintf("robotstxt/response_status_count/%d", res.Status))
 	switch {
 	case res.Status >= 500 || res.Status == 429:
-		m.stat("robotstxt/unreachable")
-		log.Warn().Int("status", res.Status).Stringer("retry_in", m.errorTTL).Msg("robots.txt unreachable; disallowing the origin until it can be fetched (RFC 9309)")
-		e.unreach, e.expires = true, now.Add(m.errorTTL)
+		m.unreachable(e, now, log.Warn().Int("status", res.Status))
 		return
 	case res.Status < 200 || res.Status >= 300:
 		e.data, e.expires = robotsAllowAll, now.Add(RobotsTxtCacheTTL)
@@ -302,6 +358,52 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 	e.readyAt = m.now()
 }
 
+// unreachable records a failed fetch of e's robots.txt at now: the next
+// fetch is due after the backoff (ROBOTSTXT_ERROR_RETRY, doubling, never
+// past the give-up time), and once ROBOTSTXT_UNREACHABLE_TIMEOUT has passed
+// since the first failure the origin's requests are dropped.
+func (m *RobotsTxt) unreachable(e *robotsEntry, now time.Time, ev *zerolog.Event) {
+	m.stat("robotstxt/unreachable")
+	e.unreach = true
+	if e.failures == 0 {
+		e.failedSince = now
+	}
+	e.failures++
+	deadline := e.failedSince.Add(m.giveUp)
+	if !now.Before(deadline) {
+		e.gaveUp = true
+		e.expires = now.Add(robotsBackoff(m.errorTTL, e.failures, RobotsTxtCacheTTL))
+		m.stat("robotstxt/unreachable_gave_up")
+		ev.Stringer("unreachable_for", now.Sub(e.failedSince)).Int("attempts", e.failures).Stringer("retry_in", e.expires.Sub(now)).
+			Msg("robots.txt still unreachable after ROBOTSTXT_UNREACHABLE_TIMEOUT; dropping the origin's requests (RFC 9309: complete disallow)")
+		return
+	}
+	wait := min(robotsBackoff(m.errorTTL, e.failures, RobotsTxtCacheTTL), deadline.Sub(now))
+	e.expires = now.Add(wait)
+	ev.Int("attempt", e.failures).Stringer("retry_in", wait).Stringer("drop_after", deadline.Sub(now)).
+		Msg("robots.txt unreachable; the origin's requests wait until it can be fetched (RFC 9309: complete disallow meanwhile)")
+}
+
+// robotsBackoff is base (at least a second) doubled for each failure after
+// the first, at most limit.
+func robotsBackoff(base time.Duration, failures int, limit time.Duration) time.Duration {
+	d := max(base, time.Second)
+	for i := 1; i < failures && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// forget removes e from the cache.
+func (m *RobotsTxt) forget(e *robotsEntry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el, ok := m.entries[e.origin]; ok && el.Value == e {
+		m.order.Remove(el)
+		delete(m.entries, e.origin)
+	}
+}
+
 func (m *RobotsTxt) applyDelay(data *robotstxt.RobotsData, req *spider.Request) bool {
 	if m.delays == nil {
 		return false
@@ -315,7 +417,19 @@ func (m *RobotsTxt) applyDelay(data *robotstxt.RobotsData, req *spider.Request) 
 
 var robotsAllowAll, _ = robotstxt.FromStatusAndBytes(404, nil)
 
+// RobotsTxtParseLimit is how much of a robots.txt is parsed: RFC 9309's
+// minimum of 500 KiB, cut back to the last complete line. Rules after it
+// are ignored, so a huge robots.txt costs bounded parsing time and memory
+// (its download is bounded by DOWNLOAD_MAXSIZE).
+const RobotsTxtParseLimit = 500 << 10
+
 func parseRobots(body []byte) (data *robotstxt.RobotsData, err error) {
+	if len(body) > RobotsTxtParseLimit {
+		body = body[:RobotsTxtParseLimit]
+		if i := bytes.LastIndexByte(body, '\n'); i >= 0 {
+			body = body[:i+1]
+		}
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			data, err = nil, fmt.Errorf("robots.txt parser panicked: %v", v)

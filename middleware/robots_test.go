@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -229,32 +231,72 @@ func TestRobotsStatusOutcomes(t *testing.T) {
 	}
 }
 
-// 5xx: complete disallow for ROBOTSTXT_ERROR_RETRY, then fetched again.
+// wantDeferred checks that err keeps the request for later: a
+// *RescheduleError with one copy delayed by about wait.
+func wantDeferred(t *testing.T, err error, wait time.Duration) {
+	t.Helper()
+	var r *RescheduleError
+	if !errors.As(err, &r) || !errors.Is(err, ErrRobotsTxtUnreachable) || len(r.Requests) != 1 {
+		t.Fatalf("err = %v, want the request rescheduled (robots.txt unreachable)", err)
+	}
+	again := r.Requests[0]
+	d, _ := again.Get(throttling.MetaDelay).(float64)
+	if got := time.Duration(d * float64(time.Second)); got < wait-time.Second || got > wait+time.Second {
+		t.Errorf("rescheduled with throttling_delay %v, want about %v", got, wait)
+	}
+	if !again.DontFilter {
+		t.Error("the rescheduled copy would be filtered as a duplicate")
+	}
+}
+
+// 5xx: complete disallow, the requests wait for robots.txt to be fetched
+// again (ROBOTSTXT_ERROR_RETRY, doubling), and are dropped only after
+// ROBOTSTXT_UNREACHABLE_TIMEOUT; a later success lets requests through.
 func TestRobotsUnreachableIsRetriedLater(t *testing.T) {
 	s := newRobotsSite(t, 503, "")
-	m, _, st := newRobotsMiddleware(t, "ROBOTSTXT_ERROR_RETRY", 60.0)
+	m, _, st := newRobotsMiddleware(t, "ROBOTSTXT_ERROR_RETRY", 60.0, "ROBOTSTXT_UNREACHABLE_TIMEOUT", 200.0)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	m.now = func() time.Time { return now }
-	if err := robotsCheck(m, s.srv.URL+"/a"); !errors.Is(err, ErrRobotsTxtUnreachable) {
-		t.Fatalf("first: %v", err)
-	}
-	s.status.Store(200)
+	wantDeferred(t, robotsCheck(m, s.srv.URL+"/a"), 60*time.Second)
 	now = now.Add(30 * time.Second)
-	if err := robotsCheck(m, s.srv.URL+"/a"); !errors.Is(err, ErrRobotsTxtUnreachable) {
-		t.Fatalf("within the retry period: %v", err)
-	}
+	wantDeferred(t, robotsCheck(m, s.srv.URL+"/a"), 30*time.Second)
 	if n := s.fetches.Load(); n != 1 {
 		t.Fatalf("fetched %d times within the retry period, want 1", n)
 	}
-	now = now.Add(31 * time.Second)
-	if err := robotsCheck(m, s.srv.URL+"/a"); err != nil {
-		t.Fatalf("after the retry period: %v", err)
+	now = now.Add(31 * time.Second) // t=61: second failure, next in 120 s
+	wantDeferred(t, robotsCheck(m, s.srv.URL+"/a"), 120*time.Second)
+	now = now.Add(121 * time.Second) // t=182: third failure, next at the deadline (t=200)
+	wantDeferred(t, robotsCheck(m, s.srv.URL+"/a"), 18*time.Second)
+	now = now.Add(19 * time.Second) // t=201: given up
+	err := robotsCheck(m, s.srv.URL+"/a")
+	var drop *DropError
+	if !errors.As(err, &drop) || !errors.Is(err, ErrRobotsTxtUnreachable) {
+		t.Fatalf("after ROBOTSTXT_UNREACHABLE_TIMEOUT: %v, want a drop", err)
 	}
-	if n := s.fetches.Load(); n != 2 {
-		t.Fatalf("fetched %d times, want 2", n)
+	if err := robotsCheck(m, s.srv.URL+"/b"); !errors.As(err, &drop) {
+		t.Fatalf("while given up: %v, want a drop", err)
 	}
-	if st.Get("robotstxt/unreachable") != 1 || st.Get("robotstxt/unreachable_drops") != 2 {
+	if n := s.fetches.Load(); n != 4 {
+		t.Fatalf("fetched %d times, want 4", n)
+	}
+	if st.Get("robotstxt/unreachable") != 4 || st.Get("robotstxt/unreachable_drops") != 2 ||
+		st.Get("robotstxt/deferred") != 4 || st.Get("robotstxt/unreachable_gave_up") != 1 {
 		t.Errorf("stats %v", st.Snapshot())
+	}
+	// It comes back: once the retry is due, requests go through.
+	s.status.Store(200)
+	now = now.Add(24 * time.Hour)
+	if err := robotsCheck(m, s.srv.URL+"/a"); err != nil {
+		t.Fatalf("robots.txt reachable again: %v", err)
+	}
+}
+
+func TestRobotsUnreachableTimeoutZeroDropsAtOnce(t *testing.T) {
+	s := newRobotsSite(t, 500, "")
+	m, _, _ := newRobotsMiddleware(t, "ROBOTSTXT_UNREACHABLE_TIMEOUT", 0.0)
+	var drop *DropError
+	if err := robotsCheck(m, s.srv.URL+"/a"); !errors.As(err, &drop) || !errors.Is(err, ErrRobotsTxtUnreachable) {
+		t.Fatalf("err = %v, want a drop", err)
 	}
 }
 
@@ -263,9 +305,7 @@ func TestRobotsUnreachableNetworkError(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	m, _, _ := newRobotsMiddleware(t)
-	if err := robotsCheck(m, url+"/a"); !errors.Is(err, ErrRobotsTxtUnreachable) {
-		t.Fatalf("closed server: %v, want ErrRobotsTxtUnreachable", err)
-	}
+	wantDeferred(t, robotsCheck(m, url+"/a"), 300*time.Second)
 }
 
 func TestRobotsCacheIsBounded(t *testing.T) {
@@ -305,6 +345,40 @@ func TestRobotsAgent(t *testing.T) {
 	} {
 		if got := RobotsAgent(tt[0], tt[1]); got != tt[2] {
 			t.Errorf("RobotsAgent(%q, %q) = %q, want %q", tt[0], tt[1], got, tt[2])
+		}
+	}
+}
+
+func TestRobotsNoSuchHostDoesNotWait(t *testing.T) {
+	m, _, st := newRobotsMiddleware(t)
+	m.fetchFunc = func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+		return nil, fmt.Errorf("download: %w", &net.DNSError{Err: "no such host", Name: req.URL.Hostname(), IsNotFound: true})
+	}
+	if err := robotsCheck(m, "http://nowhere.invalid/a"); err != nil {
+		t.Fatalf("err = %v, want the request to go on (and fail on its own)", err)
+	}
+	if st.Get("robotstxt/no_such_host") != 1 {
+		t.Errorf("stats %v", st.Snapshot())
+	}
+}
+
+// TestRobotsParseLimit: rules past RFC 9309's 500 KiB are ignored; those
+// before it hold.
+func TestRobotsParseLimit(t *testing.T) {
+	filler := strings.Repeat("# filler line of a huge robots.txt\n", (RobotsTxtParseLimit/35)+100)
+	for _, tc := range []struct {
+		name, body string
+		allowed    bool
+	}{
+		{"rule before the limit", "User-agent: *\nDisallow: /secret\n" + filler, false},
+		{"rule past the limit", "User-agent: *\n" + filler + "Disallow: /secret\n", true},
+	} {
+		data, err := parseRobots([]byte(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := data.TestAgent("/secret", "gocrawl"); got != tc.allowed {
+			t.Errorf("%s: /secret allowed = %v, want %v", tc.name, got, tc.allowed)
 		}
 	}
 }

@@ -50,6 +50,26 @@ func (e *DropItemError) Error() string { return "item dropped: " + e.Reason }
 // Drop returns an error that drops the item for reason.
 func Drop(reason string) error { return &DropItemError{Reason: reason} }
 
+// ErrFatal is the kind of a pipeline error after which the crawl must not
+// go on, such as a feed that can no longer be written (a full disk): the
+// engine stops the crawl gracefully (nothing new is sent) and Run reports
+// the error, instead of fetching pages whose items would be lost.
+var ErrFatal = errors.New("item pipeline cannot go on")
+
+// Fatal wraps err as an ErrFatal error; nil stays nil.
+func Fatal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &fatalError{err}
+}
+
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string        { return e.err.Error() }
+func (e *fatalError) Unwrap() error        { return e.err }
+func (e *fatalError) Is(target error) bool { return target == ErrFatal }
+
 // Reason returns the stat-friendly reason an error dropped an item.
 func Reason(err error) string {
 	var d *DropItemError

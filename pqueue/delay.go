@@ -29,7 +29,7 @@ func notBefore(now time.Time, req *spider.Request) (time.Time, error) {
 	if secs == 0 {
 		return time.Time{}, nil
 	}
-	return now.Add(time.Duration(secs * float64(time.Second))), nil
+	return now.Add(settings.Duration(secs)), nil
 }
 
 // clearDelay removes the throttling_delay meta of a request about to be

@@ -76,6 +76,10 @@ var (
 	ErrUnknownID = errors.New("pqueue: no reserved entry with this ID")
 	// ErrClosed is returned by stores and queues used after Close.
 	ErrClosed = errors.New("pqueue: closed")
+	// ErrStorage is the kind of a failure of a store's storage (a disk
+	// write error, a full disk): the store cannot go on, and the engine
+	// stops the crawl with the error instead of losing requests.
+	ErrStorage = errors.New("pqueue: storage failed")
 )
 
 // Store keeps queued entries, ordered within each sub-queue and persisted

@@ -42,6 +42,9 @@ func sameURL(a, b *url.URL) bool {
 //     frame) was admitted by the scheduler: it goes on at once;
 //   - requests made between renders (no page) are failed;
 //   - non-HTTP(S) requests (data:, blob:) never reach the network: they go on;
+//   - with the SSRF guard (SSRF_PROTECTION_ENABLED), requests to internal
+//     addresses are failed; a redirect of the page's own document to one
+//     makes the render a blocked_address drop, as for plain HTTP;
 //   - RENDER_BLOCK_RESOURCE_TYPES (images, fonts, media by default) are
 //     failed as blocked by the client;
 //   - with RENDER_THIRD_PARTY: block (or the render_third_party meta),
@@ -95,6 +98,20 @@ func (t *tab) paused(pr *pageRun, ev *fetch.EventRequestPaused) {
 			}
 		}
 		st.Inc("render/redirects", 1)
+	}
+	if err := t.r.opts.Guard.CheckName(pr.ctx, u.Hostname(), nil); err != nil {
+		// SSRF_PROTECTION_ENABLED: an internal address, whatever asked for
+		// it (a redirect of the page, a script, an iframe).
+		st.Inc("render/blocked_address", 1)
+		if ev.ResourceType == network.ResourceTypeDocument && ev.FrameID == t.frame {
+			pr.mu.Lock()
+			if pr.blocked == nil {
+				pr.blocked = err
+			}
+			pr.mu.Unlock()
+		}
+		t.fail(ev.RequestID, network.ErrorReasonBlockedByClient)
+		return
 	}
 	if slices.Contains(t.r.opts.BlockTypes, string(ev.ResourceType)) {
 		st.Inc("render/subresources/blocked/"+string(ev.ResourceType), 1)

@@ -54,6 +54,7 @@ type pageRun struct {
 	claimed  bool // the page's own document request was seen
 	inflight map[network.RequestID]*admission
 	crashed  bool
+	blocked  error // the SSRF guard refused a hop of the page's document
 }
 
 // admission is one request of the page that holds throttling slots until
@@ -242,9 +243,11 @@ func (t *tab) render(ctx context.Context, req *spider.Request) (res *spider.Resp
 	}()
 	fail := func(kind *errkind.Kind, e error) error {
 		pr.mu.Lock()
-		crashed := pr.crashed
+		crashed, blocked := pr.crashed, pr.blocked
 		pr.mu.Unlock()
 		switch {
+		case blocked != nil:
+			return blocked
 		case crashed || t.crashed.Load():
 			t.r.stats.Inc("render/renderer_crashes", 1)
 			t.r.log.Warn().Str("url", req.URL.Redacted()).Msg("the renderer crashed; the tab is replaced")

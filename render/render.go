@@ -14,6 +14,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/downloader"
 	"github.com/gocrawl/gocrawl/errkind"
+	"github.com/gocrawl/gocrawl/netguard"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
@@ -139,6 +140,15 @@ type Options struct {
 	Stats *stats.Collector
 	// Log receives browser starts, restarts and crashes.
 	Log zerolog.Logger
+	// Guard is the SSRF guard (SSRF_PROTECTION_ENABLED); nil = off. The
+	// browser resolves and connects on its own, so the guard checks every
+	// request the page makes (its document, each redirect hop,
+	// subresources, XHR) by its host: address literals and localhost
+	// names, and the addresses a DNS lookup here gives for other names. A
+	// name that resolves differently for the browser (DNS rebinding) is
+	// not caught; WebSocket frames and requests of service workers are not
+	// seen either.
+	Guard *netguard.Guard
 }
 
 // OptionsFromSettings reads the RENDER_* settings and BROWSER_CONCURRENCY;
@@ -158,6 +168,9 @@ func OptionsFromSettings(s *settings.Settings) (Options, error) {
 		BlockThirdParty: false,
 	}
 	var err error
+	if o.Guard, err = netguard.FromSettings(s); err != nil {
+		return o, err
+	}
 	if o.Wait, err = parseWait(s.String("RENDER_WAIT")); err != nil {
 		return o, fmt.Errorf("RENDER_WAIT: %v", err)
 	}
@@ -310,6 +323,10 @@ func (r *Renderer) PeakRSS() int64 { return r.peakRSS.Load() }
 // *downloader.Error values: DownloadTimeoutError, DownloadFailedError,
 // RendererCrashedError or BrowserUnavailableError.
 func (r *Renderer) Fetch(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+	if err := r.opts.Guard.CheckName(ctx, req.URL.Hostname(), nil); err != nil {
+		r.stats.Inc("render/blocked_address", 1)
+		return nil, err
+	}
 	proxy, err := proxyServer(req)
 	if err != nil {
 		return nil, &downloader.Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: err}

@@ -55,3 +55,7 @@ echo "== go test -race -count=1 -timeout 15m (every package but render)"
 go test -race -count=1 -timeout 15m $(go list ./... | grep -v '/render$')
 echo "== go test -race -count=1 -timeout 10m ./render"
 go test -race -count=1 -timeout 10m ./render
+# Every fuzz target briefly (2s each; FUZZTIME=60s for a longer search):
+# the parsers of untrusted input get a fresh search on every run.
+echo "== scripts/fuzz.sh"
+./scripts/fuzz.sh

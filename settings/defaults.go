@@ -2,10 +2,28 @@ package settings
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/gocrawl/gocrawl/internal/version"
 )
+
+// networkList is a list of CIDR prefixes or single addresses.
+var networkList = NewType("list of networks (CIDR such as 10.1.0.0/16, or addresses)", func(v any) (any, error) {
+	l, err := StringList.Convert(v)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range l.([]string) {
+		if _, err := netip.ParsePrefix(n); err == nil {
+			continue
+		}
+		if _, err := netip.ParseAddr(n); err != nil {
+			return nil, fmt.Errorf("%q is neither a network (10.1.0.0/16) nor an address (10.0.0.5)", n)
+		}
+	}
+	return l, nil
+})
 
 // LogLevels are the values of LOG_LEVEL, most verbose first; WARN, FATAL,
 // OFF and DISABLED are accepted as aliases (of WARNING, CRITICAL and NONE)
@@ -70,17 +88,21 @@ func init() {
 
 		{Name: "DOWNLOAD_TIMEOUT", Type: NonNegative(Float), Default: 180.0, Doc: "Seconds before a download is abandoned with DownloadTimeoutError."},
 		{Name: "DOWNLOAD_MAXSIZE", Type: NonNegative(Int), Default: 1 << 30, Doc: "Maximum response body size in bytes, after decompression; larger responses are cancelled (0 = no limit)."},
+		{Name: "DOWNLOAD_MEMORY_BUDGET", Type: NonNegative(Int), Default: 0, Doc: "Bytes that response bodies may hold in memory crawl-wide, from the first byte read until the callback is done with the response (0 = a quarter of the memory available to the process: physical memory or the cgroup limit, whichever is smaller; 1 GiB when unknown). Downloads wait for room; one response may hold at most a third of it."},
 		{Name: "DOWNLOAD_WARNSIZE", Type: NonNegative(Int), Default: 32 << 20, Doc: "Response size in bytes above which a warning is logged (0 = never)."},
 		{Name: "DOWNLOAD_FAIL_ON_DATALOSS", Type: Bool, Default: true, Doc: "Fail responses whose body is shorter than Content-Length with ResponseDataLossError; if false, pass them on flagged \"truncated\"."},
 		{Name: "COMPRESSION_ENABLED", Type: Bool, Default: true, Doc: "Ask for and decode gzip, deflate and br responses."},
 		{Name: "DNSCACHE_ENABLED", Type: Bool, Default: true, Doc: "Cache DNS lookups in memory (also the source of IP throttling scopes)."},
 		{Name: "DNSCACHE_SIZE", Type: NonNegative(Int), Default: 10000, Doc: "Maximum number of host names kept in the DNS cache."},
 		{Name: "DNS_TIMEOUT", Type: NonNegative(Float), Default: 60.0, Doc: "Seconds before a DNS lookup fails."},
+		{Name: "SSRF_PROTECTION_ENABLED", Type: Bool, Default: false, Doc: "Refuse requests to loopback, link-local (169.254.169.254), private, shared, unspecified, broadcast and multicast addresses: on redirects and, after DNS, on every connection, and for rendered pages on every request the browser makes; refused requests are dropped (engine/dropped/blocked_address). See docs/security.md. Turn it on when a crawl follows links or redirects from untrusted sites on a machine that can reach internal services."},
+		{Name: "SSRF_PROTECTION_ALLOW", Type: networkList, Default: []string{}, Doc: "Networks (CIDR such as 10.1.0.0/16) or addresses the SSRF protection lets through: the internal hosts a crawl is meant to reach."},
 		{Name: "DEFAULT_REQUEST_HEADERS", Type: Map, Default: map[string]any{
 			"Accept":          "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
 			"Accept-Language": "en",
 		}, Doc: "Headers added to every request that does not set them."},
 
+		{Name: "SHUTDOWN_GRACE", Type: NonNegative(Float), Default: 5.0, Doc: "Seconds in-flight downloads get to finish after a graceful stop (first Ctrl-C, CLOSESPIDER_*) before they are cancelled; requests not yet sent, or cancelled, stay queued (a JOBDIR crawl sends them when it resumes)."},
 		{Name: "CLOSESPIDER_TIMEOUT", Type: NonNegative(Float), Default: 0.0, Doc: "Close the spider after this many seconds (0 = never)."},
 		{Name: "CLOSESPIDER_ITEMCOUNT", Type: NonNegative(Int), Default: 0, Doc: "Close the spider after this many items (0 = never)."},
 		{Name: "CLOSESPIDER_PAGECOUNT", Type: NonNegative(Int), Default: 0, Doc: "Close the spider after this many responses (0 = never)."},

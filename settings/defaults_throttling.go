@@ -20,7 +20,8 @@ func init() {
 		{Name: "THROTTLING_DEBUG", Type: Bool, Default: false, Doc: "Log every throttling decision (scope, delay, level, reason)."},
 		{Name: "THROTTLING_ROBOTSTXT_OBEY", Type: Bool, Default: true, Doc: "Apply robots.txt Crawl-delay to the host's scope (needs ROBOTSTXT_OBEY)."},
 		{Name: "THROTTLING_ROBOTSTXT_MAX_DELAY", Type: NonNegative(Float), Default: 60.0, Doc: "Largest Crawl-delay honoured, in seconds."},
-		{Name: "ROBOTSTXT_ERROR_RETRY", Type: NonNegative(Float), Default: 300.0, Doc: "Seconds an origin whose robots.txt is unreachable (5xx, 429, network error) stays completely disallowed before robots.txt is fetched again (RFC 9309)."},
+		{Name: "ROBOTSTXT_ERROR_RETRY", Type: NonNegative(Float), Default: 300.0, Doc: "Seconds after a failed robots.txt fetch (5xx, 429, network error, timeout) before it is fetched again, doubling after each further failure; meanwhile the origin is completely disallowed and its requests wait in the queue (RFC 9309)."},
+		{Name: "ROBOTSTXT_UNREACHABLE_TIMEOUT", Type: NonNegative(Float), Default: 1800.0, Doc: "Seconds robots.txt may stay unreachable before the origin's waiting requests are dropped (engine/dropped/robots.txt, robotstxt/unreachable_drops); 0 drops them at the first failure."},
 		{Name: "ROBOTSTXT_CACHE_SIZE", Type: NonNegative(Int), Default: 10000, Doc: "Maximum number of origins whose robots.txt is kept in memory (least recently used dropped first; 0 = no limit)."},
 		{Name: "DELAYED_REQUESTS_WARN_THRESHOLD", Type: NonNegative(Int), Default: 500, Doc: "Warn when this many requests are held back by throttling outside the scheduler."},
 

@@ -28,7 +28,20 @@ var (
 	ErrFile = errors.New("cannot read settings file")
 	// ErrSyntax: a settings file or a -s option is not well-formed.
 	ErrSyntax = errors.New("invalid syntax")
+	// ErrAliasBudget: YAML aliases would expand a settings file or a value
+	// beyond AliasBudget nodes (an "alias bomb"); it also matches ErrSyntax.
+	ErrAliasBudget = fmt.Errorf("%w: YAML alias budget exceeded", ErrSyntax)
 )
+
+// AliasBudget is how many YAML nodes the aliases (*name, <<: *name) of
+// one settings file or one -s / GOCRAWL_ value may expand to, in total.
+// Real settings use a handful; a few lines of nested aliases can
+// otherwise expand to billions of nodes and exhaust the memory of the
+// machine before the crawl starts.
+const AliasBudget = 10_000
+
+// maxYAMLDepth bounds how deeply settings may nest.
+const maxYAMLDepth = 200
 
 // LoadOptions say where each layer of settings comes from. The zero value
 // loads ./gocrawl.yaml if it exists and nothing else.
@@ -125,6 +138,9 @@ func (s *Settings) LoadYAML(data []byte, name string) error {
 	if err != nil {
 		return syntaxError(name, err)
 	}
+	if err := checkAliases(f, name); err != nil {
+		return err
+	}
 	if len(f.Docs) > 1 {
 		return &Error{Kind: ErrSyntax, Origin: name, Msg: "the file holds several YAML documents (---); keep one mapping of settings"}
 	}
@@ -144,8 +160,10 @@ func (s *Settings) LoadYAML(data []byte, name string) error {
 		}
 	}
 	var m map[string]any
-	if err := yaml.Unmarshal(data, &m); err != nil {
-		return syntaxError(name, err)
+	if len(f.Docs) == 1 && f.Docs[0].Body != nil {
+		if err := yaml.NodeToValue(f.Docs[0].Body, &m); err != nil {
+			return syntaxError(name, err)
+		}
 	}
 	var errs []error
 	for _, k := range sortedKeys(m) {
@@ -225,13 +243,27 @@ func (s *Settings) SetOverride(arg string) error {
 
 // ParseValue parses a value given as text (environment, -s) as YAML. Text
 // that is not valid YAML is returned as the string itself, with the YAML
-// error.
+// error. Aliases expanding beyond AliasBudget are an error of kind
+// ErrAliasBudget.
 func ParseValue(text string) (any, error) {
 	if strings.TrimSpace(text) == "" {
 		return text, nil
 	}
+	f, err := parser.ParseBytes([]byte(text), 0)
+	if err != nil {
+		return text, err
+	}
+	if err := checkAliases(f, "value"); err != nil {
+		return text, err
+	}
 	var v any
-	if err := yaml.Unmarshal([]byte(text), &v); err != nil {
+	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
+		return nil, nil
+	}
+	if len(f.Docs) > 1 {
+		return text, errors.New("several YAML documents (---) in one value")
+	}
+	if err := yaml.NodeToValue(f.Docs[0].Body, &v); err != nil {
 		return text, err
 	}
 	return v, nil
@@ -246,6 +278,14 @@ func (s *Settings) setRaw(name, text string, src Source, origin string) error {
 		return unknown(name, origin)
 	}
 	v, perr := ParseValue(text)
+	if errors.Is(perr, ErrAliasBudget) {
+		var e *Error
+		if errors.As(perr, &e) {
+			e.Setting, e.Origin = name, origin
+			return e
+		}
+		return perr
+	}
 	if _, err := d.Type.Convert(v); err != nil {
 		if _, serr := d.Type.Convert(text); serr == nil {
 			v = text
@@ -358,4 +398,94 @@ func (s *Settings) Entries(names ...string) ([]Entry, error) {
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
 	return out, errors.Join(errs...)
+}
+
+// checkAliases refuses YAML whose aliases would expand beyond AliasBudget
+// nodes in total, or that nests deeper than maxYAMLDepth, before anything
+// is decoded: decoding expands every alias in memory. The error names the
+// line of the alias that crossed the budget.
+func checkAliases(f *ast.File, name string) error {
+	for _, doc := range f.Docs {
+		c := aliasCounter{anchors: map[string]int{}}
+		c.size(doc, 0)
+		if c.err != nil {
+			return c.errorAt(name)
+		}
+	}
+	return nil
+}
+
+type aliasCounter struct {
+	anchors  map[string]int // anchor name -> nodes it stands for
+	expanded int            // nodes produced by aliases so far
+	kind     error          // ErrSyntax (too deep) or ErrAliasBudget
+	err      error
+	line     int // where the problem is
+}
+
+// size returns how many nodes n stands for once its aliases are expanded,
+// saturating just above the budget.
+func (c *aliasCounter) size(n ast.Node, depth int) int {
+	if n == nil || c.err != nil {
+		return 0
+	}
+	if depth > maxYAMLDepth {
+		c.kind, c.err = ErrSyntax, fmt.Errorf("values nest more than %d levels deep", maxYAMLDepth)
+		if tok := n.GetToken(); tok != nil {
+			c.line = tok.Position.Line
+		}
+		return 0
+	}
+	sum := func(parts ...ast.Node) int {
+		total := 1
+		for _, p := range parts {
+			total = min(total+c.size(p, depth+1), AliasBudget+1)
+		}
+		return total
+	}
+	switch n := n.(type) {
+	case *ast.DocumentNode:
+		return c.size(n.Body, depth+1)
+	case *ast.MappingNode:
+		parts := make([]ast.Node, len(n.Values))
+		for i, v := range n.Values {
+			parts[i] = v
+		}
+		return sum(parts...)
+	case *ast.MappingValueNode:
+		return sum(n.Key, n.Value)
+	case *ast.SequenceNode:
+		return sum(n.Values...)
+	case *ast.TagNode:
+		return c.size(n.Value, depth+1)
+	case *ast.AnchorNode:
+		s := c.size(n.Value, depth+1)
+		if n.Name != nil {
+			c.anchors[n.Name.GetToken().Value] = s
+		}
+		return s
+	case *ast.AliasNode:
+		s := 1
+		if n.Value != nil {
+			if v, ok := c.anchors[n.Value.GetToken().Value]; ok {
+				s = v
+			}
+		}
+		c.expanded = min(c.expanded+s, AliasBudget+1)
+		if c.expanded > AliasBudget {
+			c.kind, c.err = ErrAliasBudget, fmt.Errorf("aliases expand to more than %d values (a YAML alias bomb?); "+
+				"repeat the values instead of nesting aliases", AliasBudget)
+			c.line = n.GetToken().Position.Line
+		}
+		return s
+	}
+	return 1
+}
+
+func (c *aliasCounter) errorAt(name string) error {
+	origin := name
+	if c.line > 0 {
+		origin = fmt.Sprintf("%s:%d", name, c.line)
+	}
+	return &Error{Kind: c.kind, Origin: origin, Msg: c.err.Error()}
 }

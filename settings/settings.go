@@ -229,9 +229,10 @@ func (s *Settings) Ints(name string) []int { return get[[]int](s, name) }
 // Map returns a Map setting (YAML mapping with string keys).
 func (s *Settings) Map(name string) map[string]any { return get[map[string]any](s, name) }
 
-// Seconds returns a Float setting holding seconds as a duration.
+// Seconds returns a Float setting holding seconds as a duration; values
+// above MaxSeconds behave as MaxSeconds (see Duration).
 func (s *Settings) Seconds(name string) time.Duration {
-	return time.Duration(s.Float(name) * float64(time.Second))
+	return Duration(s.Float(name))
 }
 
 // Names returns the names of every value held, sorted.
@@ -277,7 +278,7 @@ func (e *Error) Error() string {
 }
 
 // Is makes errors.Is(err, ErrUnknown) and errors.Is(err, ErrType) work.
-func (e *Error) Is(target error) bool { return target == e.Kind }
+func (e *Error) Is(target error) bool { return target == e.Kind || errors.Is(e.Kind, target) }
 
 func unknown(name, origin string) error {
 	msg := ""

@@ -1,10 +1,12 @@
 package settings
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Type checks a raw value (as decoded from YAML or given in Go) and returns
@@ -161,6 +163,9 @@ func toInt(v any) (any, error) {
 		if n != math.Trunc(n) || math.IsInf(n, 0) {
 			return nil, fmt.Errorf("%v is not a whole number", n)
 		}
+		if n >= math.MaxInt64 || n < math.MinInt64 {
+			return nil, fmt.Errorf("%v is too large", n)
+		}
 		return int(n), nil
 	case string:
 		i, err := strconv.Atoi(strings.TrimSpace(n))
@@ -175,12 +180,9 @@ func toInt(v any) (any, error) {
 func toFloat(v any) (any, error) {
 	switch n := v.(type) {
 	case float64:
-		if math.IsNaN(n) {
-			return nil, fmt.Errorf("NaN is not a number")
-		}
-		return n, nil
+		return finite(n)
 	case float32:
-		return float64(n), nil
+		return finite(float64(n))
 	case int, int64, uint64, int32, uint32, uint:
 		i, err := toInt(n)
 		if err != nil {
@@ -189,12 +191,47 @@ func toFloat(v any) (any, error) {
 		return float64(i.(int)), nil
 	case string:
 		f, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
-		if err != nil || math.IsNaN(f) {
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return nil, fmt.Errorf("%q is not a number", n)
 		}
-		return f, nil
+		return finite(f)
 	}
 	return nil, fmt.Errorf("not a number")
+}
+
+// finite refuses NaN and the infinities: .inf is not "forever" but a
+// value no setting can act on (a delay of .inf would overflow to zero).
+func finite(f float64) (any, error) {
+	switch {
+	case math.IsNaN(f):
+		return nil, fmt.Errorf("NaN is not a number")
+	case math.IsInf(f, 0):
+		return nil, fmt.Errorf("%v is not a finite number; use a large finite value, such as 86400 for a day", f)
+	}
+	return f, nil
+}
+
+// MaxSeconds is the largest number of seconds a duration setting or a
+// server's delay (Retry-After, Refresh) stands for: about 31.7 years.
+// Larger values behave as MaxSeconds, so a huge value means "practically
+// forever", never an overflow to zero or a negative duration, and there
+// is headroom for the throttler's jitter and backoff factors.
+const MaxSeconds = 1e9
+
+// Duration converts seconds to a time.Duration, saturating at ±MaxSeconds;
+// NaN is 0. Use it wherever seconds come from settings, meta or headers:
+// time.Duration(secs * float64(time.Second)) overflows for secs above
+// about 9.2e9, and the result of the overflow is negative.
+func Duration(secs float64) time.Duration {
+	switch {
+	case math.IsNaN(secs):
+		return 0
+	case secs >= MaxSeconds:
+		return MaxSeconds * time.Second
+	case secs <= -MaxSeconds:
+		return -MaxSeconds * time.Second
+	}
+	return time.Duration(secs * float64(time.Second))
 }
 
 func toString(v any) (any, error) {

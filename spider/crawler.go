@@ -2,6 +2,7 @@ package spider
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -26,9 +27,19 @@ type Crawler struct {
 	Throttler ScopeDelayer
 	// Download fetches req through throttling admission and the downloader
 	// middlewares without going through the scheduler (robots.txt, inline
-	// requests). It blocks until the scopes of req allow it.
+	// requests). It blocks until the scopes of req allow it. Once the crawl
+	// is stopping it sends nothing and returns an error wrapping
+	// ErrStopping.
 	Download func(ctx context.Context, req *Request) (*Response, error)
 }
+
+// ErrStopping is the kind of the error of a request the crawl did not
+// send, or cancelled, because it is stopping (Ctrl-C, a CLOSESPIDER_*
+// limit): it was waiting (for a delay, a slot, robots.txt) when the stop
+// came, or was still downloading SHUTDOWN_GRACE seconds after it. Such a
+// request is not lost: its job stays queued, and a crawl with a job
+// directory (JOBDIR) sends it when it resumes.
+var ErrStopping = errors.New("not sent: the crawl is stopping")
 
 // ScopeDelayer holds back every request of a throttling scope for at least
 // d. The delay counts as a backoff trigger and is not capped by

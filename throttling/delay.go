@@ -34,7 +34,7 @@ func TakeRequestDelay(req *spider.Request) time.Duration {
 	if err != nil {
 		return 0
 	}
-	return time.Duration(f.(float64) * float64(time.Second))
+	return settings.Duration(f.(float64))
 }
 
 // SetRequestDelay gives req a new throttling_delay of d, applied once even

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gocrawl/gocrawl/settings"
 )
 
 // ScopeSnapshot is the run-time state of one throttling scope in a form
@@ -71,7 +73,7 @@ type Snapshotter interface {
 
 func secondsOf(d time.Duration) float64 { return d.Seconds() }
 
-func durationOf(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+func durationOf(s float64) time.Duration { return settings.Duration(s) }
 
 // Snapshot returns the state of every scope held in memory whose manager
 // implements Snapshotter, sorted by scope name, leaving out scopes in their

@@ -1,11 +1,13 @@
 package httpcache
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -120,7 +122,7 @@ func (p RFC9111Policy) IsFresh(m *Meta, req *spider.Request, now time.Time) bool
 		lifetime = min(lifetime, d)
 	}
 	if d, ok := seconds(ccReq, "min-fresh"); ok {
-		age += d
+		age = addSat(age, d)
 	}
 	if age < lifetime {
 		return true
@@ -130,7 +132,7 @@ func (p RFC9111Policy) IsFresh(m *Meta, req *spider.Request, now time.Time) bool
 			if v == "" {
 				return true
 			}
-			if d, ok := seconds(ccReq, "max-stale"); ok && age < lifetime+d {
+			if d, ok := seconds(ccReq, "max-stale"); ok && age < addSat(lifetime, d) {
 				return true
 			}
 		}
@@ -205,9 +207,20 @@ func currentAge(m *Meta, now time.Time) time.Duration {
 	apparent := max(m.Stored.Sub(responseDate(m)), 0)
 	initial := apparent
 	if v, err := strconv.Atoi(strings.TrimSpace(m.Header.Get("Age"))); err == nil && v > 0 {
-		initial = max(initial, time.Duration(v)*time.Second)
+		initial = max(initial, settings.Duration(float64(v)))
 	}
-	return initial + max(now.Sub(m.Stored), 0)
+	return addSat(initial, max(now.Sub(m.Stored), 0))
+}
+
+// addSat adds two non-negative durations, saturating at the largest
+// Duration instead of wrapping around to a negative age: a Date header of
+// year 1 or an Age of 10^19 seconds makes an entry as old as can be, never
+// fresh again.
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // cacheControl parses Cache-Control directives: name -> value ("" when
@@ -236,5 +249,5 @@ func seconds(cc map[string]string, name string) (time.Duration, bool) {
 	if err != nil || n < 0 {
 		return 0, false
 	}
-	return time.Duration(n) * time.Second, true
+	return settings.Duration(float64(n)), true
 }

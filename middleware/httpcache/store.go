@@ -10,12 +10,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/gocrawl/gocrawl/internal/pebblefatal"
+	"github.com/gocrawl/gocrawl/internal/privfs"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -52,7 +53,8 @@ func (e *Entry) Response(req *spider.Request) *spider.Response {
 // Store is a Pebble database of responses keyed by request fingerprint.
 // It is safe for concurrent use.
 type Store struct {
-	db *pebble.DB
+	db      *pebble.DB
+	breaker pebblefatal.Breaker // after a fatal write error, writes fail at once
 }
 
 // StoreOptions configure Open.
@@ -64,21 +66,34 @@ type StoreOptions struct {
 
 // Open opens (creating it if needed) the cache database in dir.
 func Open(dir string, o StoreOptions) (*Store, error) {
-	opts := &pebble.Options{Logger: quietLogger{}, FS: o.FS}
+	// The cache holds Set-Cookie values and pages behind logins: private
+	// to the user (folders 0700, files 0600).
+	s := &Store{}
+	opts := &pebble.Options{Logger: s.breaker.Logger(), FS: privfs.FS(o.FS)}
 	if o.FS == nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if _, err := privfs.MkdirAll(dir); err != nil {
 			return nil, fmt.Errorf("HTTP cache folder %s: %w", dir, err)
 		}
 	}
-	db, err := pebble.Open(dir, opts)
+	var db *pebble.DB
+	err := s.breaker.Do("opening", func() (err error) {
+		db, err = pebble.Open(dir, opts)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("opening HTTP cache in %s: %w", dir, err)
 	}
-	return &Store{db: db}, nil
+	s.db = db
+	return s, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.breaker.Err() != nil {
+		return nil // broken by a failed write, reported then; closing would block
+	}
+	return s.breaker.Do("HTTP cache", s.db.Close)
+}
 
 // Fingerprint identifies a request in the cache: its method, canonical URL
 // (host lower-cased, default port and fragment dropped, query parameters
@@ -158,15 +173,17 @@ func (s *Store) Put(fp string, e *Entry) error {
 	if err := gob.NewEncoder(&buf).Encode(&e.Meta); err != nil {
 		return err
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := b.Set(bodyKey(fp), e.Body, nil); err != nil {
-		return err
-	}
-	if err := b.Set(metaKey(fp), buf.Bytes(), nil); err != nil {
-		return err
-	}
-	return b.Commit(pebble.NoSync)
+	return s.write(func() error {
+		b := s.db.NewBatch()
+		defer b.Close()
+		if err := b.Set(bodyKey(fp), e.Body, nil); err != nil {
+			return err
+		}
+		if err := b.Set(metaKey(fp), buf.Bytes(), nil); err != nil {
+			return err
+		}
+		return b.Commit(pebble.NoSync)
+	})
 }
 
 // PutMeta replaces the metadata of fp, keeping its body (after a 304).
@@ -175,13 +192,9 @@ func (s *Store) PutMeta(fp string, m *Meta) error {
 	if err := gob.NewEncoder(&buf).Encode(m); err != nil {
 		return err
 	}
-	return s.db.Set(metaKey(fp), buf.Bytes(), pebble.NoSync)
+	return s.write(func() error { return s.db.Set(metaKey(fp), buf.Bytes(), pebble.NoSync) })
 }
 
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)  {}
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
-}
+// write runs fn, a write to the database, through the breaker: after a
+// fatal write error (a full disk) every write fails at once.
+func (s *Store) write(fn func() error) error { return s.breaker.Do("HTTP cache", fn) }

@@ -9,6 +9,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/gocrawl/gocrawl/dupefilter"
+	"github.com/gocrawl/gocrawl/internal/pebblefatal"
+	"github.com/gocrawl/gocrawl/pqueue"
 )
 
 // Set is the dupefilter's fingerprint set kept in the job's Pebble
@@ -28,6 +30,7 @@ import (
 type Set struct {
 	db     *pebble.DB
 	prefix string
+	write  func(op string, fn func() error) error // see Options.Write
 
 	mu      sync.Mutex
 	pending map[dupefilter.Fingerprint]struct{}
@@ -39,7 +42,7 @@ var _ dupefilter.Set = (*Set)(nil)
 
 // NewSet returns a fingerprint set over db under prefix.
 func NewSet(db *pebble.DB, prefix string) *Set {
-	return &Set{db: db, prefix: prefix, pending: map[dupefilter.Fingerprint]struct{}{}}
+	return &Set{db: db, prefix: prefix, pending: map[dupefilter.Fingerprint]struct{}{}, write: new(pebblefatal.Breaker).Do}
 }
 
 func (s *Set) key(fp dupefilter.Fingerprint) []byte {
@@ -76,8 +79,8 @@ func (s *Set) Forget(ctx context.Context, fp dupefilter.Fingerprint) error {
 		s.n--
 		return nil
 	}
-	if err := s.db.Delete(s.key(fp), pebble.NoSync); err != nil {
-		return fmt.Errorf("pebbleq: dupefilter forget: %w", err)
+	if err := s.write("dupefilter forget", func() error { return s.db.Delete(s.key(fp), pebble.NoSync) }); err != nil {
+		return fmt.Errorf("pebbleq: dupefilter forget: %w: %w", pqueue.ErrStorage, err)
 	}
 	return nil
 }
@@ -128,5 +131,8 @@ func (s *Set) Close(ctx context.Context) error {
 	if b.Empty() {
 		return nil
 	}
-	return b.Commit(pebble.NoSync)
+	if err := s.write("dupefilter close", func() error { return b.Commit(pebble.NoSync) }); err != nil {
+		return fmt.Errorf("pebbleq: dupefilter close: %w: %w", pqueue.ErrStorage, err)
+	}
+	return nil
 }

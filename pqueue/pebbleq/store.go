@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/gocrawl/gocrawl/internal/pebblefatal"
 	"github.com/gocrawl/gocrawl/pqueue"
 )
 
@@ -43,6 +44,13 @@ type Options struct {
 	// ack, promotion), outside the store's lock. The job directory uses it
 	// to start a WAL sync soon (see jobdir.Options.SyncInterval).
 	AfterWrite func()
+	// Write, when set, runs every write of the store (and of its attached
+	// Set) to the database: fn commits, and Write returns its error. The
+	// job directory uses it to guard all writes to its database with one
+	// breaker: after a fatal write error (a full disk) Pebble must not be
+	// written again, and every later write fails at once. Without it the
+	// store guards its own writes the same way.
+	Write func(op string, fn func() error) error
 }
 
 // Store is a pqueue.Store kept in a Pebble database. Create it with New;
@@ -58,6 +66,7 @@ type Store struct {
 	maxBuf int
 	onAck  func(b *pebble.Batch) error
 	after  func()
+	write  func(op string, fn func() error) error
 
 	seen *Set // fingerprints written with each push
 
@@ -106,9 +115,12 @@ func New(db *pebble.DB, o Options) (*Store, error) {
 	if o.MaxBuffered <= 0 {
 		o.MaxBuffered = 1 << 16
 	}
+	if o.Write == nil {
+		o.Write = new(pebblefatal.Breaker).Do
+	}
 	p := []byte(o.Prefix)
 	return &Store{
-		db: db, codec: o.Codec, hb: o.HeadBuffer, maxBuf: o.MaxBuffered, onAck: o.OnAck, after: o.AfterWrite,
+		db: db, codec: o.Codec, hb: o.HeadBuffer, maxBuf: o.MaxBuffered, onAck: o.OnAck, after: o.AfterWrite, write: o.Write,
 		qp: append(slices.Clip(p), 'q'), dp: append(slices.Clip(p), 'd'), np: append(slices.Clip(p), 'n'),
 	}, nil
 }
@@ -116,7 +128,10 @@ func New(db *pebble.DB, o Options) (*Store, error) {
 // AttachSet makes every Push write the fingerprints recorded in set since
 // the previous push, in the same batch as the request (see Set). Call it
 // before Open.
-func (s *Store) AttachSet(set *Set) { s.seen = set }
+func (s *Store) AttachSet(set *Set) {
+	s.seen = set
+	set.write = s.write
+}
 
 // Open implements pqueue.Store: it counts the stored entries per
 // sub-queue (one pass over the keys) and reads the ID high-water mark.
@@ -242,8 +257,8 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 			return err
 		}
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return fmt.Errorf("pebbleq: push %s: %w", e.Req, err)
+	if err := s.commit("push", b); err != nil {
+		return fmt.Errorf("pebbleq: push %s: %w: %w", e.Req, pqueue.ErrStorage, err)
 	}
 	s.nextID = id
 	e.ID = info.ID
@@ -407,18 +422,20 @@ func (s *Store) Ack(ctx context.Context, id pqueue.ID) error {
 		return fmt.Errorf("ack %d: %w", id, pqueue.ErrUnknownID)
 	}
 	if s.onAck == nil {
-		if err := s.db.Delete(it.key, pebble.NoSync); err != nil {
-			return fmt.Errorf("pebbleq: ack %d: %w", id, err)
+		if err := s.write("ack", func() error { return s.db.Delete(it.key, pebble.NoSync) }); err != nil {
+			return fmt.Errorf("pebbleq: ack %d: %w: %w", id, pqueue.ErrStorage, err)
 		}
 	} else {
 		b := s.db.NewBatch()
 		defer b.Close()
 		if err := s.onAck(b); err != nil {
-			return fmt.Errorf("pebbleq: ack %d: %w", id, err)
+			// The acknowledgement's companions (the feeds' flush) failed:
+			// the entry stays, and the crawl cannot go on.
+			return fmt.Errorf("pebbleq: ack %d: %w: %w", id, pqueue.ErrStorage, err)
 		}
 		_ = b.Delete(it.key, nil)
-		if err := b.Commit(pebble.NoSync); err != nil {
-			return fmt.Errorf("pebbleq: ack %d: %w", id, err)
+		if err := s.commit("ack", b); err != nil {
+			return fmt.Errorf("pebbleq: ack %d: %w: %w", id, pqueue.ErrStorage, err)
 		}
 	}
 	delete(s.reserved, id)
@@ -506,8 +523,8 @@ func (s *Store) PromoteDue(ctx context.Context, now time.Time) ([]pqueue.Info, e
 	if err := errors.Join(iter.Error(), iter.Close()); err != nil {
 		return nil, err
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return nil, err
+	if err := s.commit("promote delayed entries", b); err != nil {
+		return nil, fmt.Errorf("pebbleq: promote delayed entries: %w: %w", pqueue.ErrStorage, err)
 	}
 	out := make([]pqueue.Info, len(moved))
 	for i, it := range moved {
@@ -537,52 +554,6 @@ func (s *Store) firstDue() (time.Time, error) {
 	return decodeTime(it.Key()[len(s.dp):]), nil
 }
 
-// Queues implements pqueue.Store.
-func (s *Store) Queues(ctx context.Context, fn func(queue string) error) error {
-	s.mu.Lock()
-	names := make([]string, 0, len(s.queues))
-	for n, q := range s.queues {
-		if q.n > 0 {
-			names = append(names, n)
-		}
-	}
-	s.mu.Unlock()
-	for _, n := range names {
-		if err := fn(n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Counts returns the number of waiting entries per sub-queue (delayed ones
-// not included) and the size of the delayed set.
-func (s *Store) Counts() (map[string]int, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.queues))
-	for n, q := range s.queues {
-		if q.n > 0 {
-			out[n] = q.n
-		}
-	}
-	return out, s.delayed
-}
-
-// Len implements pqueue.Store.
-func (s *Store) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.waiting + s.delayed
-}
-
-// Reserved returns how many entries are reserved and not yet acked.
-func (s *Store) Reserved() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.reserved)
-}
-
 // Close implements pqueue.Store. Every entry not acknowledged, reserved
 // ones included, stays in the database; the database itself is left open
 // for its owner to close.
@@ -592,4 +563,9 @@ func (s *Store) Close(ctx context.Context) error {
 	s.open = false
 	s.queues, s.reserved = nil, nil
 	return nil
+}
+
+// commit commits b through the write hook.
+func (s *Store) commit(op string, b *pebble.Batch) error {
+	return s.write(op, func() error { return b.Commit(pebble.NoSync) })
 }
