@@ -3,8 +3,8 @@
 // A request is identified by its Fingerprint: a 16-byte hash of its method,
 // its canonical URL (scheme and host lower-cased, default port dropped,
 // query parameters sorted, fragment dropped) and its body. Fingerprints are
-// kept in a Set: in memory by default (MemorySet), on disk with JOBDIR, in
-// Redis for a shared frontier. The Filter puts the two together with the
+// kept in a Set: in memory by default (MemorySet), or in the crawl's
+// persistent storage (on disk with JOBDIR). The Filter puts the two together with the
 // request's DontFilter flag, the DUPEFILTER_DEBUG setting and the
 // dupefilter/filtered stat.
 package dupefilter

@@ -110,7 +110,8 @@ func (o *sendTimes) RequestFinished(time.Time, *spider.Request, throttling.Scope
 // proceed in parallel; the server checks every request arrived.
 func TestDownloadDelayPerDomain(t *testing.T) {
 	checkGoroutines(t)
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
 	g := newGauge()
 	srv := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.enter(r.Host)
@@ -137,12 +138,18 @@ func TestDownloadDelayPerDomain(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	// Move fake time forward in small steps until the crawl ends.
+	// Move fake time forward in small steps until the crawl ends (the crawl
+	// needs about 6 s of fake time; a minute of it means it is stuck).
 	for running := true; running; {
 		select {
 		case <-done:
 			running = false
 		default:
+			if clk.Now().Sub(t0) > time.Minute {
+				e.Abort()
+				<-done
+				t.Fatalf("the crawl has not finished after %v of fake time", clk.Now().Sub(t0))
+			}
 			clk.Advance(50 * time.Millisecond)
 			time.Sleep(200 * time.Microsecond)
 		}

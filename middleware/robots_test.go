@@ -33,21 +33,25 @@ func (d *robotsDelays) SetRobotsDelay(scope string, crawlDelay time.Duration) bo
 func (d *robotsDelays) DelayScope(string, time.Duration) {}
 
 // robotsSite serves robots.txt with the given status and body, counting fetches;
-// release, when non-nil, holds robots.txt responses until closed.
+// release, when non-nil, holds robots.txt responses until closed. fetched
+// is closed when robots.txt is first requested.
 type robotsSite struct {
-	srv     *httptest.Server
-	fetches atomic.Int64
-	status  atomic.Int64
-	body    string
-	release chan struct{}
+	srv       *httptest.Server
+	fetches   atomic.Int64
+	status    atomic.Int64
+	body      string
+	release   chan struct{}
+	fetched   chan struct{}
+	onFetched sync.Once
 }
 
 func newRobotsSite(t *testing.T, status int, body string) *robotsSite {
-	s := &robotsSite{body: body}
+	s := &robotsSite{body: body, fetched: make(chan struct{})}
 	s.status.Store(int64(status))
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			s.fetches.Add(1)
+			s.onFetched.Do(func() { close(s.fetched) })
 			if s.release != nil {
 				<-s.release
 			}
@@ -169,8 +173,14 @@ func TestRobotsConcurrentFirstRequestsShareOneFetch(t *testing.T) {
 			errs <- m.Check(admitted, spider.MustRequest(fmt.Sprintf("%s/p/%d", s.srv.URL, i), nil))
 		})
 	}
-	for s.fetches.Load() == 0 {
-		time.Sleep(time.Millisecond)
+	// Hold robots.txt until it is requested, so that the other checks
+	// find the fetch in progress (or done, for those that come later).
+	select {
+	case <-s.fetched:
+	case <-time.After(10 * time.Second):
+		close(s.release) // let the server and the checks finish
+		wg.Wait()
+		t.Fatal("robots.txt not requested within 10 s of 20 concurrent first checks")
 	}
 	close(s.release)
 	wg.Wait()

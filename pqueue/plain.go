@@ -16,9 +16,10 @@ func init() {
 // Plain is the plain priority queue ("PriorityQueue"): requests come out by
 // priority, first in first out among equals, whatever the state of their
 // throttling scopes. Popped requests are not admitted, so the engine waits
-// for their scopes while holding a concurrency slot (the spec's
-// engine-gated mode). Requests with a throttling_delay meta still wait in
-// the store's delayed set, not in a slot.
+// for their scopes while holding a concurrency slot (the engine-gated
+// mode of Scrapy's throttling design, PR #6931). Requests with a
+// throttling_delay meta still wait in the store's delayed set, not in a
+// slot.
 type Plain struct {
 	mu    sync.Mutex
 	store Store

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gocrawl/gocrawl/internal/registry"
-
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/internal/registry"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
@@ -79,9 +78,9 @@ type Gate interface {
 
 // QuotaSharer is implemented by gates that know the scopes' quotas. The
 // throttling-aware queue uses it to break priority ties in favour of the
-// request that uses the larger share of its scopes' available quota (spec:
-// "Throttling quotas"), so that big requests do not get stuck behind a
-// stream of small ones.
+// request that uses the larger share of its scopes' available quota (the
+// quota-share ordering of Scrapy's throttling design, PR #6931), so that
+// big requests do not get stuck behind a stream of small ones.
 type QuotaSharer interface {
 	// QuotaShare returns amount as a fraction of the quota scope has left
 	// in its current window: 0 for a scope without a quota or a zero

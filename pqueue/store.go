@@ -6,11 +6,11 @@
 //
 //   - A Store keeps entries grouped in named sub-queues, each ordered by
 //     priority (highest first) then push order, plus a delayed set ordered by
-//     not-before time. It persists them (Pebble, Redis) or keeps them in
-//     memory (MemoryStore). Entries leave a Store only when acknowledged:
-//     Reserve takes the best entry of a sub-queue out of line, Ack forgets
-//     it, Nack puts it back, and a persistent store puts unacknowledged
-//     reservations back in line when it is reopened.
+//     not-before time. It persists them (pebbleq, in the job directory)
+//     or keeps them in memory (MemoryStore). Entries leave a Store only
+//     when acknowledged: Reserve takes the best entry of a sub-queue out
+//     of line, Ack forgets it, Nack puts it back, and a persistent store
+//     puts unacknowledged reservations back in line when it is reopened.
 //   - A PriorityQueue decides which entry comes out next. The plain
 //     PriorityQueue ("PriorityQueue") yields entries in priority order and
 //     leaves throttling to the engine; the ThrottlingAwarePriorityQueue keeps

@@ -16,8 +16,8 @@ const (
 	// ready (the default): a throttled host never holds a slot.
 	ThrottlingAware = "ThrottlingAwareScheduler"
 	// EngineGated yields requests in priority order and lets the engine
-	// wait for their scopes while holding a slot (the spec's default mode,
-	// kept for comparison).
+	// wait for their scopes while holding a slot (the default mode of
+	// Scrapy's throttling design, PR #6931, kept for comparison).
 	EngineGated = "Scheduler"
 )
 

@@ -5,7 +5,8 @@
 // ready, so a throttled host never holds a slot or blocks other hosts. The
 // plain Scheduler yields requests in priority order and leaves throttling
 // to the engine, which then waits on the scopes while holding a slot (the
-// "engine-gated" mode of the spec, kept for comparison).
+// "engine-gated" mode of Scrapy's throttling design, PR #6931, kept for
+// comparison).
 //
 // Both drop requests beyond DEPTH_LIMIT (stat scheduler/depth_limited) and
 // duplicates (package dupefilter, stat dupefilter/filtered), order by

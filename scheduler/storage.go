@@ -3,16 +3,16 @@ package scheduler
 import (
 	"fmt"
 
-	"github.com/gocrawl/gocrawl/internal/registry"
-
 	"github.com/gocrawl/gocrawl/dupefilter"
+	"github.com/gocrawl/gocrawl/internal/registry"
 	"github.com/gocrawl/gocrawl/pqueue"
 )
 
 // Storage is where a scheduler keeps its pending requests and the
 // fingerprints of the requests it has seen. Without JOBDIR both live in
-// memory; the job directory (Pebble) and a shared frontier (Redis) provide
-// persistent ones through RegisterStorage.
+// memory; the job directory (Pebble) provides persistent ones through
+// RegisterStorage, which is also how other backends (for example a
+// frontier shared between processes) plug in.
 type Storage struct {
 	// Queue keeps the queued requests.
 	Queue pqueue.Store

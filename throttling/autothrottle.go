@@ -11,9 +11,10 @@ import (
 const MetaAutoThrottleDontAdjustDelay = "autothrottle_dont_adjust_delay"
 
 // applyAutoThrottle maps the deprecated AUTOTHROTTLE_* settings onto the
-// throttling settings, as the migration table of the spec says, and
-// records a deprecation warning for each one set. A mapping never
-// overrides a throttling setting that was set explicitly.
+// throttling settings, following the AutoThrottle migration table of
+// Scrapy's throttling design (PR #6931), and records a deprecation
+// warning for each one set. A mapping never overrides a throttling
+// setting that was set explicitly.
 //
 //	AUTOTHROTTLE_ENABLED            -> nothing (throttling is always active)
 //	AUTOTHROTTLE_START_DELAY        -> DOWNLOAD_DELAY

@@ -51,8 +51,8 @@ func (m *DefaultManager) GetScopes(ctx context.Context, req *spider.Request) (Sc
 // ResponseDelay returns the delay res asks for: the larger of Retry-After
 // (delta-seconds or HTTP-date) and RateLimit-Reset, capped at
 // BACKOFF_MAX_DELAY; 0 when there is none (or it is 0, in the past or
-// malformed), meaning a normal backoff step. It is the Go form of the
-// spec's get_response_delay.
+// malformed), meaning a normal backoff step. It is the Go form of
+// get_response_delay in Scrapy's throttling design (PR #6931).
 func (m *DefaultManager) ResponseDelay(res *spider.Response) time.Duration {
 	c := m.Clock
 	if c == nil {

@@ -11,8 +11,9 @@ import "time"
 //     count is back at the limit. Busy scopes are skipped, so the limit
 //     may be exceeded while that many scopes are busy.
 //   - THROTTLING_SCOPE_MAX_IDLE: scopes unused for that long are evicted by
-//     a sweep that runs at most every MaxIdle/8 (and at least once per
-//     completed request after that).
+//     a sweep that Throttler.Done runs at most every MaxIdle/8 (and at
+//     least once per completed request after that). Throttler.Sweep runs
+//     both rules on demand, for a crawl whose requests stopped completing.
 //
 // An evicted scope is recreated from its configuration (and its robots.txt
 // Crawl-delay, kept separately) the next time it is needed.
@@ -22,8 +23,10 @@ import "time"
 // every creation scan them all.
 const maxEvictScan = 64
 
-// evictLocked enforces THROTTLING_SCOPE_LIMIT. Callers hold t.mu.
-func (t *Throttler) evictLocked(now time.Time) {
+// evictLocked enforces THROTTLING_SCOPE_LIMIT, never evicting keep (the
+// entry being created, which its caller is about to use; nil for none).
+// Callers hold t.mu.
+func (t *Throttler) evictLocked(now time.Time, keep *scopeEntry) {
 	limit := t.cfg.ScopeLimit
 	if limit <= 0 || len(t.scopes) <= limit {
 		return
@@ -33,7 +36,9 @@ func (t *Throttler) evictLocked(now time.Time) {
 		prev := el.Prev()
 		e := el.Value.(*scopeEntry)
 		switch {
-		case el == t.lru.Front():
+		case e == keep:
+			// Not necessarily at the front any more: busy entries are moved
+			// there below.
 		case e.mgr.IsIdle(now, 0):
 			t.removeLocked(e)
 		default:
@@ -46,10 +51,36 @@ func (t *Throttler) evictLocked(now time.Time) {
 	}
 }
 
+// Sweep evicts idle scope states as of the throttler clock's now: those
+// unused for THROTTLING_SCOPE_MAX_IDLE, then, while more than
+// THROTTLING_SCOPE_LIMIT states are held, the least recently used idle
+// ones. It returns how many were evicted. Done runs the same sweep by
+// itself, at most every MaxIdle/8; Sweep runs it whenever called, for
+// example from a periodic report or when no request completes for a while.
+// Safe to call while the crawl runs.
+func (t *Throttler) Sweep() int {
+	now := t.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	before := t.evictions
+	t.sweepLocked(now)
+	t.evictLocked(now, nil)
+	return int(t.evictions - before)
+}
+
+// sweepDueLocked runs sweepLocked when MaxIdle/8 has passed since the last
+// sweep. Callers hold t.mu.
+func (t *Throttler) sweepDueLocked(now time.Time) {
+	if t.cfg.MaxIdle <= 0 || now.Sub(t.lastSweep) < max(t.cfg.MaxIdle/8, time.Millisecond) {
+		return
+	}
+	t.sweepLocked(now)
+}
+
 // sweepLocked enforces THROTTLING_SCOPE_MAX_IDLE. Callers hold t.mu.
 func (t *Throttler) sweepLocked(now time.Time) {
 	maxIdle := t.cfg.MaxIdle
-	if maxIdle <= 0 || now.Sub(t.lastSweep) < max(maxIdle/8, time.Millisecond) {
+	if maxIdle <= 0 {
 		return
 	}
 	t.lastSweep = now

@@ -66,6 +66,24 @@ func heapInUse() uint64 {
 	return ms.HeapInuse
 }
 
+// A scope created while every other scope is busy is not evicted by its
+// own creation: busy scopes are moved to the front of the LRU list during
+// the eviction pass, which used to leave the new scope at the back, where
+// it was evicted (idle, nothing sent yet) and then used detached from the
+// throttler, its in-flight request forgotten.
+func TestScopeLimitKeepsTheScopeBeingCreated(t *testing.T) {
+	th, _ := newTestThrottler(t, "THROTTLING_SCOPE_LIMIT", 2, "CONCURRENT_REQUESTS_PER_DOMAIN", 1)
+	for _, s := range []string{"a.example", "b.example", "c.example"} {
+		th.Sent(t0, scopesOf(s)) // all busy
+	}
+	if _, ok := th.scopes["c.example"]; !ok {
+		t.Fatal("c.example was evicted by its own creation")
+	}
+	if w := th.Wait(t0, scopesOf("c.example")); w != UntilSlotFree {
+		t.Fatalf("c.example wait %v with its one slot taken, want UntilSlotFree", w)
+	}
+}
+
 func TestScopeMaxIdleSweep(t *testing.T) {
 	th, fc := newTestThrottler(t, "THROTTLING_SCOPE_MAX_IDLE", 60.0, "THROTTLING_SCOPE_LIMIT", 0)
 	ctx := context.Background()

@@ -21,8 +21,9 @@ func estimateCost(req *spider.Request) float64 {
 	return 1
 }
 
-// CostManager caps what is spent on api.toscrape.com per window (spec:
-// "Cost-capped throttling"): each request consumes its estimated cost of
+// CostManager caps what is spent on api.toscrape.com per window (the
+// "Cost-capped throttling" example of Scrapy's throttling design, PR
+// #6931): each request consumes its estimated cost of
 // the "cost" scope's quota, and the actual cost reported by the API
 // corrects the estimate.
 type CostManager struct {

@@ -11,7 +11,8 @@ import (
 
 // MaintenanceSpider slows the whole domain down when a page says it is
 // under maintenance (a soft block that comes back as 200), and asks for
-// the page again (spec: "Delaying a scope programmatically").
+// the page again (the "Delaying a scope programmatically" example of
+// Scrapy's throttling design, PR #6931).
 type MaintenanceSpider struct{ spider.Base }
 
 func (*MaintenanceSpider) Name() string { return "maintenance" }

@@ -10,8 +10,9 @@ import (
 )
 
 // EndpointManager throttles each endpoint of api.toscrape.com as if it were
-// its own domain (spec: "Endpoint-specific throttling"). CacheScopes
-// computes a request's scopes once, like the spec's scope_cache.
+// its own domain (the "Endpoint-specific throttling" example of Scrapy's
+// throttling design, PR #6931). CacheScopes computes a request's scopes
+// once, like that design's scope_cache.
 type EndpointManager struct {
 	*throttling.DefaultManager
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // FixedWindowScopeManager enforces a fixed quota per time window without
-// delay or exponential backoff, like a fixed-window rate limiter (spec:
-// "Customizing throttling scope managers"). It implements the whole
+// delay or exponential backoff, like a fixed-window rate limiter (the
+// "Customizing throttling scope managers" example of Scrapy's throttling
+// design, PR #6931). It implements the whole
 // throttling.ScopeManager interface; the throttler serialises calls.
 type FixedWindowScopeManager struct {
 	limit   float64

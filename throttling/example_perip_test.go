@@ -9,7 +9,8 @@ import (
 )
 
 // IPManager adds the request's IP address as a second scope, resolving it
-// when needed (spec: "Per-IP concurrency limiting"). The built-in
+// when needed (the "Per-IP concurrency limiting" example of Scrapy's
+// throttling design, PR #6931). The built-in
 // CONCURRENT_REQUESTS_PER_IP does the same from the downloader's DNS
 // cache, without resolving.
 type IPManager struct {

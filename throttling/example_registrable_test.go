@@ -9,8 +9,9 @@ import (
 )
 
 // The built-in RegistrableDomainManager throttles every subdomain of a
-// registrable domain together (spec: "Alternative domain throttling",
-// first approach). In gocrawl.yaml:
+// registrable domain together (the first approach of the "Alternative
+// domain throttling" example of Scrapy's throttling design, PR #6931).
+// In gocrawl.yaml:
 //
 //	THROTTLING_MANAGER: RegistrableDomainManager
 func Example_registrableDomainScopes() {
@@ -24,8 +25,7 @@ func Example_registrableDomainScopes() {
 }
 
 // SubdomainManager gives a request one scope per registrable domain and
-// per higher-level subdomain (spec: "Alternative domain throttling",
-// second approach).
+// per higher-level subdomain (the second approach of that example).
 type SubdomainManager struct {
 	*throttling.DefaultManager
 }

@@ -11,11 +11,11 @@ import (
 	"github.com/gocrawl/gocrawl/throttling"
 )
 
-// ScrapingAPIManager is for a web scraping API (spec: "Web scraping API
-// throttling"): requests to api.toscrape.com also get the scope of the
-// site they scrape, and a 200 from the API that wraps an upstream 429 is
-// a backoff trigger (for the target site's scope only, since the API
-// itself is fine).
+// ScrapingAPIManager is for a web scraping API (the "Web scraping API
+// throttling" example of Scrapy's throttling design, PR #6931): requests
+// to api.toscrape.com also get the scope of the site they scrape, and a
+// 200 from the API that wraps an upstream 429 is a backoff trigger (for
+// the target site's scope only, since the API itself is fine).
 type ScrapingAPIManager struct {
 	*throttling.DefaultManager
 }

@@ -33,8 +33,9 @@ func Trigger(delay time.Duration) FeedbackOption {
 }
 
 // UpdateScopeBackoff returns fb with the entry of scope changed by opts,
-// creating fb and the entry as needed. It is the Go form of the spec's
-// update_scope_backoff helper, for use in GetResponseBackoff:
+// creating fb and the entry as needed. It is the Go form of the
+// update_scope_backoff helper of Scrapy's throttling design (PR #6931),
+// for use in GetResponseBackoff:
 //
 //	fb, err := m.DefaultManager.GetResponseBackoff(ctx, res, scopes)
 //	return throttling.UpdateScopeBackoff(fb, "cost", throttling.Consumed(actual-estimated)), err
@@ -52,7 +53,8 @@ func UpdateScopeBackoff(fb Feedback, scope string, opts ...FeedbackOption) Feedb
 
 // CacheScopes wraps m so that GetScopes runs once per request: later calls
 // with the same *spider.Request return the first answer. It is the Go form
-// of the spec's scope_cache decorator; use it when GetScopes is costly
+// of the scope_cache decorator of Scrapy's throttling design (PR #6931);
+// use it when GetScopes is costly
 // (parsing, lookups) or must stay stable for a request. Entries go away
 // with their request (weak references), so the cache never grows with the
 // crawl. GetResponseBackoff and GetExceptionBackoff pass through.

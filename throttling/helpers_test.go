@@ -60,6 +60,19 @@ func scopesOf(names ...string) Scopes {
 	return s
 }
 
+// waitUntil polls cond (real time) until it holds, failing the test with
+// what it was waiting for after 10 s.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after 10 s waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func approx(a, b time.Duration) bool {
 	d := a - b
 	return d > -time.Millisecond && d < time.Millisecond

@@ -9,7 +9,8 @@ import (
 
 // ScopeManager keeps the run-time state of one throttling scope: how many
 // of its requests are in flight, its current delay, backoff level, quota.
-// It is the Go form of the spec's ThrottlingScopeManagerProtocol. One
+// It is the Go form of ThrottlingScopeManagerProtocol in Scrapy's
+// throttling design (PR #6931). One
 // instance is created per scope (THROTTLING_SCOPE_MANAGER, or the scope's
 // "manager" key); the Throttler serialises calls to it, so implementations
 // need no locking.
@@ -62,10 +63,10 @@ type BackoffSignal struct {
 }
 
 // Manager assigns throttling scopes to requests and turns responses and
-// download errors into backoff feedback. It is the Go form of the spec's
-// ThrottlingManagerProtocol; set THROTTLING_MANAGER to the registered name
-// of your implementation. Embed *DefaultManager to change one aspect and
-// keep the rest.
+// download errors into backoff feedback. It is the Go form of
+// ThrottlingManagerProtocol in Scrapy's throttling design (PR #6931); set
+// THROTTLING_MANAGER to the registered name of your implementation. Embed
+// *DefaultManager to change one aspect and keep the rest.
 type Manager interface {
 	// GetScopes returns the scopes of req. The throttler also adds the
 	// scopes of the request's "throttling_scopes" meta.

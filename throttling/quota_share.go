@@ -27,9 +27,10 @@ func (m *ThrottlingScopeManager) QuotaLeft(now time.Time) (float64, bool) {
 // QuotaShare returns amount as a fraction of the quota scope has left in
 // its current window: 0 for a scope without a quota (or whose manager does
 // not report one) and for a zero amount; more than 1 when amount exceeds
-// what is left, +Inf when nothing is left. The throttling-aware scheduler uses it to break priority
-// ties in favour of requests that need a larger share of their quota (spec:
-// "Throttling quotas"), so that they do not get stuck behind small ones.
+// what is left, +Inf when nothing is left. The throttling-aware scheduler
+// uses it to break priority ties in favour of requests that need a larger
+// share of their quota (the quota-share ordering of Scrapy's throttling
+// design, PR #6931), so that they do not get stuck behind small ones.
 func (t *Throttler) QuotaShare(scope string, amount float64) float64 {
 	if amount <= 0 {
 		return 0

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/gocrawl/gocrawl/dnscache"
-	"github.com/gocrawl/gocrawl/internal/registry"
-
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/dnscache"
+	"github.com/gocrawl/gocrawl/internal/registry"
 	"github.com/gocrawl/gocrawl/settings"
 )
 

@@ -28,7 +28,7 @@ func (t *Throttler) SetRobotsDelay(scope string, crawlDelay time.Duration) bool 
 	cfg := t.cfg.Scope(scope)
 	t.warnRobotsLocked(cfg, d, crawlDelay)
 	if e, ok := t.scopes[scope]; ok {
-		t.applyRobots(e, cfg, d)
+		applyRobots(e.mgr, cfg, d)
 		t.notifyLocked(Scopes{{Name: scope}})
 	}
 	t.dbg.Info().Str("scope", scope).Float64("delay", d.Seconds()).Str("reason", "robots.txt").
@@ -44,12 +44,14 @@ func (t *Throttler) RobotsDelay(scope string) (time.Duration, bool) {
 	return d, ok
 }
 
-func (t *Throttler) applyRobots(e *scopeEntry, cfg ScopeConfig, d time.Duration) {
+// applyRobots applies a Crawl-delay d to the manager m of a scope of cfg:
+// concurrency 1 and delay d, except where THROTTLING_SCOPES sets them.
+func applyRobots(m ScopeManager, cfg ScopeConfig, d time.Duration) {
 	if !cfg.ExplicitConcurrency {
-		e.mgr.SetConcurrency(1)
+		m.SetConcurrency(1)
 	}
 	if !cfg.ExplicitDelay {
-		e.mgr.SetBaseDelay(d)
+		m.SetBaseDelay(d)
 	}
 }
 

@@ -45,8 +45,9 @@ func (s Scopes) Key() string {
 }
 
 // AddScope returns scopes with name added (amounts add up when the scope is
-// already present), keeping the set sorted. It is the Go form of the spec's
-// add_scope helper, for use in custom ThrottlingManager.GetScopes:
+// already present), keeping the set sorted. It is the Go form of the
+// add_scope helper of Scrapy's throttling design (PR #6931), for use in
+// custom ThrottlingManager.GetScopes:
 //
 //	scopes, err := m.Default.GetScopes(ctx, req)
 //	return throttling.AddScope(scopes, "cost", estimate(req)), err

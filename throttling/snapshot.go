@@ -73,7 +73,9 @@ func durationOf(s float64) time.Duration { return time.Duration(s * float64(time
 // implements Snapshotter, sorted by scope name, leaving out scopes in their
 // configured state (no backoff, hard delay, quota use, rampup progress or
 // Crawl-delay), which a resumed crawl recreates identically anyway. It is
-// safe to call while the crawl runs.
+// what a JOBDIR stores, not a listing of the scopes: use Views (every scope
+// in memory) or View (any scope by name) to see scopes whatever their
+// state. It is safe to call while the crawl runs.
 func (t *Throttler) Snapshot() []ScopeSnapshot {
 	now := t.clock.Now()
 	t.mu.Lock()

@@ -1,13 +1,15 @@
-// Package throttling decides when each request may be sent, per the
-// behaviour in spec/throttling.rst (adapted in docs/throttling.md):
-// requests belong to throttling scopes (by default their host), each scope
-// has a concurrency limit, a delay and optionally a quota, and scopes back
-// off when servers signal overload (429/5xx, network errors, Retry-After,
-// RateLimit-Reset), recover one step per quiet window, and with rampup
-// probe for the fastest rate a server tolerates.
+// Package throttling decides when each request may be sent. It is a Go
+// implementation of Scrapy's throttling design (scrapy/scrapy PR #6931),
+// from which it takes the model, the setting names and the extension
+// points: requests belong to throttling scopes (by default their host),
+// each scope has a concurrency limit, a delay and optionally a quota, and
+// scopes back off when servers signal overload (429/5xx, network errors,
+// Retry-After, RateLimit-Reset), recover one step per quiet window, and
+// with rampup probe for the fastest rate a server tolerates.
+// docs/throttling.md describes it for users.
 //
 // The Throttler is the one object the engine and schedulers talk to. The
-// spec's extension points are interfaces found by name in registries:
+// design's extension points are interfaces found by name in registries:
 // Manager (THROTTLING_MANAGER) assigns scopes and interprets outcomes;
 // ScopeManager (THROTTLING_SCOPE_MANAGER, or a scope's "manager" key)
 // keeps one scope's state. Time is always passed in (now) or read from an
@@ -18,9 +20,10 @@
 // quota.go, headers.go (Retry-After, RateLimit-Reset), defaultmanager.go,
 // registrable.go, helpers.go (AddScope's friends UpdateScopeBackoff and
 // CacheScopes), registry.go, eviction.go (THROTTLING_SCOPE_LIMIT and
-// THROTTLING_SCOPE_MAX_IDLE), robots.go (Crawl-delay), snapshot.go
-// (JOBDIR), delay.go (throttling_delay), startrate.go
-// (MAX_STARTS_PER_SECOND), autothrottle.go (deprecated settings).
+// THROTTLING_SCOPE_MAX_IDLE, Sweep), robots.go (Crawl-delay), snapshot.go
+// (JOBDIR), view.go (View and Views, read-only views of scopes), delay.go
+// (throttling_delay), startrate.go (MAX_STARTS_PER_SECOND),
+// autothrottle.go (deprecated settings).
 package throttling
 
 import (
@@ -184,11 +187,11 @@ func (t *Throttler) scope(name string, now time.Time) *scopeEntry {
 	}
 	e := &scopeEntry{name: name, mgr: mgr, touched: now}
 	if d, ok := t.robots[name]; ok {
-		t.applyRobots(e, cfg, d)
+		applyRobots(e.mgr, cfg, d)
 	}
 	e.elem = t.lru.PushFront(e)
 	t.scopes[name] = e
-	t.evictLocked(now)
+	t.evictLocked(now, e)
 	return e
 }
 
@@ -355,13 +358,13 @@ func (t *Throttler) Done(ctx context.Context, req *spider.Request, scopes Scopes
 		}
 	}
 	t.notifyLocked(changed)
-	t.sweepLocked(now)
+	t.sweepDueLocked(now)
 }
 
 // DelayScope holds back every request of scope for at least d, counted as
-// a backoff trigger and not capped by BACKOFF_MAX_DELAY. It is the spec's
-// crawler.throttler.delay_scope, reachable from callbacks through
-// spider.CrawlerFrom(ctx).Throttler.
+// a backoff trigger and not capped by BACKOFF_MAX_DELAY. It is the Go form
+// of crawler.throttler.delay_scope in Scrapy's throttling design (PR
+// #6931), reachable from callbacks through spider.CrawlerFrom(ctx).Throttler.
 func (t *Throttler) DelayScope(scope string, d time.Duration) {
 	now := t.clock.Now()
 	t.mu.Lock()

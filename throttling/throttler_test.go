@@ -157,12 +157,15 @@ func TestAdmitWaitsOnTheFakeClock(t *testing.T) {
 		at, _ := th.Admit(ctx, sc)
 		got <- at
 	}()
-	for fc.Pending() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "the second Admit to wait on a fake-clock timer", func() bool { return fc.Pending() > 0 })
 	fc.Advance(2 * sec)
-	if at := <-got; !at.Equal(t0.Add(2 * sec)) {
-		t.Fatalf("second admit at %v, want t0+2s", at)
+	select {
+	case at := <-got:
+		if !at.Equal(t0.Add(2 * sec)) {
+			t.Fatalf("second admit at %v, want t0+2s", at)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("second Admit still waiting 10 s after the fake clock passed its delay")
 	}
 }
 

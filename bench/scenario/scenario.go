@@ -70,7 +70,7 @@ func quiet(extra map[string]any) map[string]any {
 
 var latency = simsite.LatencyConfig{Kind: simsite.LatencyUniform, Min: 5 * time.Millisecond, Max: 20 * time.Millisecond}
 
-// strictLimit is the strict host of the spec's two-host experiment: a
+// strictLimit is the strict host of the two-host experiment (docs/metrics.md): a
 // per-client token bucket of 10 requests/s with burst 5, answering 429
 // with Retry-After in seconds.
 var strictLimit = simsite.LimitConfig{Rate: 10, Burst: 5, Status: http.StatusTooManyRequests, RetryAfter: simsite.RetryAfterSeconds}

@@ -123,9 +123,12 @@ func (h HostConfig) Validate() error {
 	}
 
 	lat := h.Latency
-	for name, d := range map[string]time.Duration{"fixed": lat.Fixed, "min": lat.Min, "max": lat.Max, "mean": lat.Mean, "stddev": lat.StdDev} {
-		if d < 0 {
-			v.add("latency."+name, d, "must be >= 0")
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"fixed", lat.Fixed}, {"min", lat.Min}, {"max", lat.Max}, {"mean", lat.Mean}, {"stddev", lat.StdDev}} {
+		if f.d < 0 {
+			v.add("latency."+f.name, f.d, "must be >= 0") // in a fixed order: errors read the same every run
 		}
 	}
 	switch lat.Kind {

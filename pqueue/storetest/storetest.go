@@ -1,6 +1,6 @@
 // Package storetest checks that a pqueue.Store behaves as the interface
-// documents. Every Store implementation (memory, Pebble, Redis) runs it
-// from its own tests:
+// documents. Every Store implementation (MemoryStore, pebbleq, and any
+// other backend) runs it from its own tests:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, storetest.Options{
