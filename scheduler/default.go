@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/gocrawl/gocrawl/dupefilter"
@@ -37,6 +38,7 @@ func init() {
 type scheduler struct {
 	d          Deps
 	q          pqueue.PriorityQueue
+	dedup      pqueue.Deduplicator // q, when it checks fingerprints itself
 	filter     *dupefilter.Filter
 	depthLimit int
 	depthPrio  int
@@ -48,22 +50,41 @@ func newScheduler(d Deps, gated bool) (Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := d.Settings.String("SCHEDULER_PRIORITY_QUEUE")
-	if gated && name == "ThrottlingAwarePriorityQueue" {
-		name = "PriorityQueue"
+	q := st.Frontier
+	if q == nil {
+		name := d.Settings.String("SCHEDULER_PRIORITY_QUEUE")
+		if gated && name == "ThrottlingAwarePriorityQueue" {
+			name = "PriorityQueue"
+		}
+		if q, err = pqueue.New(name, pqueue.Deps{Store: st.Queue, Gate: d.Throttler, Clock: d.Clock, Log: d.Log, Settings: d.Settings}); err != nil {
+			return nil, err
+		}
+	} else if gated {
+		return nil, fmt.Errorf("SCHEDULER: %s (engine-gated) cannot run on a shared frontier, whose queue admits requests itself; use %s",
+			EngineGated, ThrottlingAware)
 	}
-	q, err := pqueue.New(name, pqueue.Deps{Store: st.Queue, Gate: d.Throttler, Clock: d.Clock, Log: d.Log, Settings: d.Settings})
-	if err != nil {
-		return nil, err
-	}
-	return &scheduler{
+	s := &scheduler{
 		d:          d,
 		q:          q,
 		filter:     dupefilter.NewFilter(st.Seen, d.Stats, d.Log, d.Settings.Bool("DUPEFILTER_DEBUG")),
 		depthLimit: d.Settings.Int("DEPTH_LIMIT"),
 		depthPrio:  d.Settings.Int("DEPTH_PRIORITY"),
 		debug:      d.Settings.Bool("SCHEDULER_DEBUG"),
-	}, nil
+	}
+	if dd, ok := q.(pqueue.Deduplicator); ok {
+		s.dedup = dd
+		dd.OnPushed(s.pushed)
+	}
+	return s, nil
+}
+
+// pushed hears from a deduplicating queue what became of a request.
+func (s *scheduler) pushed(req *spider.Request, duplicate bool) {
+	if duplicate {
+		s.filter.Dropped(req, dupefilter.Of(req))
+		return
+	}
+	s.inc("scheduler/enqueued")
 }
 
 func (s *scheduler) Open(ctx context.Context) error { return s.q.Open(ctx) }
@@ -75,6 +96,9 @@ func (s *scheduler) Enqueue(ctx context.Context, req *spider.Request) (bool, err
 		s.inc(StatDepthLimited)
 		s.d.Log.Debug().Str("url", req.URL.String()).Int("depth", req.Depth).Int("limit", s.depthLimit).Msg("ignoring request beyond DEPTH_LIMIT")
 		return false, nil
+	}
+	if s.dedup != nil {
+		return s.enqueueUnique(ctx, req)
 	}
 	if dup, err := s.filter.Seen(ctx, req); err != nil || dup {
 		return false, err
@@ -89,6 +113,23 @@ func (s *scheduler) Enqueue(ctx context.Context, req *spider.Request) (bool, err
 		return false, s.forget(ctx, req, err)
 	}
 	s.inc("scheduler/enqueued")
+	if s.debug {
+		s.d.Log.Debug().Str("url", req.URL.String()).Int("priority", prio).Strs("scopes", scopes.Names()).Msg("scheduler: enqueued")
+	}
+	return true, nil
+}
+
+// enqueueUnique is Enqueue for a queue that checks fingerprints itself:
+// whether req is a duplicate is learnt later (pushed).
+func (s *scheduler) enqueueUnique(ctx context.Context, req *spider.Request) (bool, error) {
+	scopes, err := s.d.Throttler.Scopes(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	prio := req.Priority - req.Depth*s.depthPrio
+	if err := s.dedup.PushUnique(ctx, s.now(), req, scopes, prio, dupefilter.Of(req), !req.DontFilter); err != nil {
+		return false, err
+	}
 	if s.debug {
 		s.d.Log.Debug().Str("url", req.URL.String()).Int("priority", prio).Strs("scopes", scopes.Names()).Msg("scheduler: enqueued")
 	}

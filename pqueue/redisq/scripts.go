@@ -33,6 +33,8 @@ var (
 	scriptCounts  = load("counts")
 	scriptPRead   = load("pread")
 	scriptPWrite  = load("pwrite")
+	scriptSeen    = load("seen")
+	scriptForget  = load("forget")
 )
 
 func load(name string) script {
@@ -49,7 +51,7 @@ func load(name string) script {
 }
 
 var allScripts = []script{scriptApply, scriptPop, scriptAdmit, scriptRenew, scriptReserve, scriptPromote,
-	scriptReclaim, scriptCounts, scriptPRead, scriptPWrite}
+	scriptReclaim, scriptCounts, scriptPRead, scriptPWrite, scriptSeen, scriptForget}
 
 // ScriptName returns the name of the script whose SHA1 is sha ("pop",
 // "apply", ...), or "" for another. Round-trip accounting uses it to

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -352,4 +353,18 @@ func msTime(ms float64) time.Time {
 // msDuration converts milliseconds to a duration.
 func msDuration(ms float64) time.Duration {
 	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// SetGate writes the parameters of scope's gate directly, without its
+// policy (tests, tools). The throttling backend writes them through the
+// scope's policy instead.
+func (s *Store) SetGate(ctx context.Context, scope string, p GateParams) error {
+	vals := strings.Split(p.encode(), ",")
+	names := []string{"d", "jl", "jh", "c", "bu", "q", "w", "vu"}
+	args := make([]any, 0, 2*len(names))
+	for i, n := range names {
+		args = append(args, n, vals[i])
+	}
+	k := s.l.ShardOf(scope)
+	return s.c.HSet(ctx, s.l.ShardKey(k, "s:"+scope), args...).Err()
 }

@@ -27,31 +27,11 @@ for _ = 1, nInit do
   i = i + 2
 end
 
--- seen reports whether fingerprint fp was recorded, recording it.
-local function seen(fp)
-  if mode == 's' then
-    return redis.call('SADD', P .. 'seen', fp) == 0
-  end
-  -- Bloom filter: k positions by double hashing the fingerprint's first
-  -- two 32-bit words (Kirsch and Mitzenmacher).
-  local h1, h2 = struct.unpack('>I4I4', fp)
-  if h2 % 2 == 0 then h2 = h2 + 1 end
-  local pos, all = {}, true
-  for j = 0, hashes - 1 do
-    pos[j + 1] = (h1 + j * h2) % bits
-    if all and redis.call('GETBIT', P .. 'bloom', pos[j + 1]) == 0 then all = false end
-  end
-  if all then return true end
-  for _, p in ipairs(pos) do redis.call('SETBIT', P .. 'bloom', p, 1) end
-  redis.call('INCR', P .. 'bloomn')
-  return false
-end
-
 local stored = {}
 for j = 1, nPush do
   local fp, nb, body = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   i = i + 3
-  if fp ~= '' and mode ~= '-' and seen(fp) then
+  if fp ~= '' and mode ~= '-' and seen(fp, mode, bits, hashes) then
     stored[j] = ''
   else
     local seq = redis.call('INCR', KEYS[1])

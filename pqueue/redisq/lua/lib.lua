@@ -12,7 +12,12 @@ local function num(x)
   return string.format('%.17g', x)
 end
 
+-- now_ms is Redis's clock in milliseconds: every decision uses it, so
+-- the workers' clocks do not matter. Tests set P..testclock to run the
+-- scripts on a clock of their own.
 local function now_ms()
+  local fake = redis.call('GET', P .. 'testclock')
+  if fake then return tonumber(fake) end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
@@ -289,4 +294,26 @@ end
 local function counts()
   local c = redis.call('HMGET', P .. 'c', 'w', 'pushed')
   return {tonumber(c[1]) or 0, redis.call('ZCARD', P .. 'd'), redis.call('HLEN', P .. 'r'), tonumber(c[2]) or 0}
+end
+
+-- seen reports whether fingerprint fp (16 bytes) was recorded, recording
+-- it: in the set P..seen (mode 's'), or in the Bloom filter P..bloom of
+-- bits bits with hashes hash functions (mode 'b'), whose k positions come
+-- from double hashing the fingerprint's first two 32-bit words (Kirsch and
+-- Mitzenmacher); P..bloomn counts the fingerprints added to it.
+local function seen(fp, mode, bits, hashes)
+  if mode == 's' then
+    return redis.call('SADD', P .. 'seen', fp) == 0
+  end
+  local h1, h2 = struct.unpack('>I4I4', fp)
+  if h2 % 2 == 0 then h2 = h2 + 1 end
+  local pos, all = {}, true
+  for j = 0, hashes - 1 do
+    pos[j + 1] = (h1 + j * h2) % bits
+    if all and redis.call('GETBIT', P .. 'bloom', pos[j + 1]) == 0 then all = false end
+  end
+  if all then return true end
+  for _, p in ipairs(pos) do redis.call('SETBIT', P .. 'bloom', p, 1) end
+  redis.call('INCR', P .. 'bloomn')
+  return false
 end

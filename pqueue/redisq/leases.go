@@ -1,0 +1,159 @@
+package redisq
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+	"time"
+
+	"github.com/gocrawl/gocrawl/pqueue"
+)
+
+// lease is a reservation this process holds: a request popped from the
+// frontier (a job) or an admission of a request sent outside it. Its
+// Redis lease is renewed until it is acknowledged (and the
+// acknowledgement flushed), so that only a dead or cut-off worker's
+// requests come back to the queue.
+type lease struct {
+	id        pqueue.ID
+	sentAt    int64 // UnixNano in the local clock, unique in the process
+	admission bool
+	class     string // outcome class, set by the throttler when the download ends
+	lost      bool   // another worker took it back (renewal failed)
+}
+
+// leases is the set of reservations held by this process, by ID and by
+// send time (the throttler knows a request by the time it was sent).
+type leases struct {
+	mu     sync.Mutex
+	byID   map[pqueue.ID]*lease
+	bySent map[int64]*lease
+}
+
+func newLeases() *leases {
+	return &leases{byID: map[pqueue.ID]*lease{}, bySent: map[int64]*lease{}}
+}
+
+// add records a reservation sent at sentAt (local clock) and returns the
+// send time it is known by: sentAt, moved by nanoseconds when another
+// reservation has the same, so that the send time names one reservation.
+func (ls *leases) add(id pqueue.ID, sentAt time.Time, admission bool) time.Time {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	n := sentAt.UnixNano()
+	for ls.bySent[n] != nil {
+		n++
+	}
+	l := &lease{id: id, sentAt: n, admission: admission}
+	ls.byID[id] = l
+	ls.bySent[n] = l
+	return time.Unix(0, n)
+}
+
+// bySentAt returns the reservation sent at t, or nil.
+func (ls *leases) bySentAt(t time.Time) *lease {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.bySent[t.UnixNano()]
+}
+
+// setClass records the outcome class of the reservation sent at t and
+// reports whether it is an admission lease (to release now) and its ID.
+func (ls *leases) setClass(t time.Time, class string) (id pqueue.ID, admission, ok bool) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.bySent[t.UnixNano()]
+	if l == nil {
+		return 0, false, false
+	}
+	l.class = class
+	return l.id, l.admission, true
+}
+
+// class returns the outcome class recorded for id.
+func (ls *leases) class(id pqueue.ID) string {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if l := ls.byID[id]; l != nil {
+		return l.class
+	}
+	return ClassNone
+}
+
+// remove forgets the reservations whose acknowledgement was stored.
+func (ls *leases) remove(ids ...pqueue.ID) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for _, id := range ids {
+		if l := ls.byID[id]; l != nil {
+			delete(ls.byID, id)
+			delete(ls.bySent, l.sentAt)
+		}
+	}
+}
+
+// ids returns the held reservations by shard.
+func (ls *leases) ids(shards int) [][]pqueue.ID {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	out := make([][]pqueue.ID, shards)
+	for id, l := range ls.byID {
+		if !l.lost {
+			k := shardOfID(id)
+			out[k] = append(out[k], id)
+		}
+	}
+	return out
+}
+
+func (ls *leases) len() int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return len(ls.byID)
+}
+
+// markLost flags reservations another worker took back.
+func (ls *leases) markLost(ids []pqueue.ID) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for _, id := range ids {
+		if l := ls.byID[id]; l != nil {
+			l.lost = true
+		}
+	}
+}
+
+// renew extends the leases of every held reservation: one pipelined
+// round trip over the shards. It returns the reservations found lost.
+func (f *Frontier) renew(ctx context.Context) ([]pqueue.ID, error) {
+	per := f.leases.ids(f.l.shards)
+	var calls []*call
+	for k, ids := range per {
+		if len(ids) == 0 {
+			continue
+		}
+		args := make([]any, 0, len(ids)+1)
+		args = append(args, f.store.lease.Milliseconds())
+		for _, id := range ids {
+			args = append(args, idBytes(id))
+		}
+		calls = append(calls, &call{s: scriptRenew, k: k, args: args})
+	}
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	if err := runCalls(ctx, f.c, f.l, calls); err != nil {
+		return nil, err
+	}
+	var lost []pqueue.ID
+	for _, cl := range calls {
+		v, _ := cl.cmd.StringSlice()
+		for _, s := range v {
+			if len(s) == 8 {
+				lost = append(lost, pqueue.ID(binary.BigEndian.Uint64([]byte(s))))
+			}
+		}
+	}
+	f.leases.markLost(lost)
+	return lost, nil
+}
