@@ -165,13 +165,13 @@ func (f *Frontier) popped(m string, sentAt time.Time) (*pqueue.Popped, error) {
 }
 
 type popReply struct {
-	now                          float64
-	jobs, stale                  []string
+	now                           float64
+	jobs, stale                   []string
 	nextTimed, nextDue, nextLease float64
-	readyLeft                    int64
-	tokenWait                    float64
-	woke                         int64
-	counts                       Counts
+	readyLeft                     int64
+	tokenWait                     float64
+	woke                          int64
+	counts                        Counts
 }
 
 func parsePop(v []any) (popReply, error) {

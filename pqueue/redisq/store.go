@@ -46,9 +46,9 @@ type Options struct {
 // The Store is storage only, like every pqueue.Store; the Frontier adds
 // the throttling-aware selection, atomic across workers, on the same keys.
 type Store struct {
-	c     redis.UniversalClient
-	l     *Layout
-	codec pqueue.Codec
+	c      redis.UniversalClient
+	l      *Layout
+	codec  pqueue.Codec
 	owner  string
 	lease  time.Duration
 	dedupe Dedupe
