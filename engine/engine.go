@@ -86,6 +86,10 @@ type Options struct {
 	// restored from it, and saved periodically and at close. The caller
 	// opens and closes it (see package jobdir).
 	Job *jobdir.Job
+	// Shared is the job this process crawls together with other worker
+	// processes (a distributed crawl, REDIS_URL), or nil. It cannot be used
+	// with Job. The caller opens and closes it (see package redisjob).
+	Shared Shared
 }
 
 // Observer is told about every HTTP request the crawl sends: when it is
@@ -115,6 +119,7 @@ type Engine struct {
 	log       zerolog.Logger
 	stats     *stats.Collector
 	job       *jobdir.Job // JOBDIR, or nil
+	shared    Shared      // a distributed job, or nil
 	crawler   *spider.Crawler
 	thr       *throttling.Throttler
 	dl        *downloader.Downloader
@@ -158,6 +163,9 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	if opts.Clock == nil {
 		opts.Clock = clock.Real
 	}
+	if opts.Job != nil && opts.Shared != nil {
+		return nil, errors.New("JOBDIR and REDIS_URL cannot be used together: a job is kept either in a job directory or in Redis")
+	}
 	if opts.Stats == nil && opts.Job != nil {
 		st, err := opts.Job.Stats()
 		if err != nil {
@@ -169,7 +177,7 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 		opts.Stats = stats.New()
 	}
 	e := &Engine{
-		sp: sp, set: s, clock: opts.Clock, log: opts.Log, stats: opts.Stats, job: opts.Job,
+		sp: sp, set: s, clock: opts.Clock, log: opts.Log, stats: opts.Stats, job: opts.Job, shared: opts.Shared,
 		observers:   opts.Observers,
 		maxInflight: s.Int("CONCURRENT_REQUESTS"),
 		itemSem:     make(chan struct{}, max(1, s.Int("CONCURRENT_ITEMS"))),
@@ -201,7 +209,11 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	if err := e.restoreJob(); err != nil {
 		return nil, err
 	}
-	e.starts = throttling.NewStartLimiter(s.Float("MAX_STARTS_PER_SECOND"), s.Int("MAX_STARTS_BURST"), opts.Clock.Now())
+	startRate := s.Float("MAX_STARTS_PER_SECOND")
+	if opts.Shared != nil {
+		startRate = 0 // the shared frontier enforces it for the whole job
+	}
+	e.starts = throttling.NewStartLimiter(startRate, s.Int("MAX_STARTS_BURST"), opts.Clock.Now())
 
 	e.crawler = &spider.Crawler{Spider: sp, Settings: s, Stats: e.stats, Log: opts.Log, Throttler: thr, Download: e.Download}
 

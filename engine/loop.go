@@ -144,10 +144,13 @@ func (l *loopState) beginStop(reason string) {
 // duplicates does not keep the loop from scheduling.
 func (l *loopState) feedStarts() {
 	e := l.e
-	for pulled := 0; !l.startsDone && l.stopping == "" && pulled < l.lowWater && e.sched.Len() < l.lowWater; pulled++ {
+	for pulled := 0; l.wantStarts() && pulled < l.lowWater; pulled++ {
 		req, err, ok := l.next()
 		if !ok {
 			l.startsDone = true
+			if e.shared != nil {
+				e.shared.Seeded(l.ctx)
+			}
 			return
 		}
 		if err != nil {
@@ -157,6 +160,14 @@ func (l *loopState) feedStarts() {
 		}
 		e.enqueue(l.ctx, req)
 	}
+}
+
+// wantStarts reports whether start requests should be pulled now: some
+// are left, no stop is under way, the queue is below its low-water mark,
+// and in a shared job this worker is the seeder.
+func (l *loopState) wantStarts() bool {
+	e := l.e
+	return !l.startsDone && l.stopping == "" && e.sched.Len() < l.lowWater && (e.shared == nil || e.shared.Seeding())
 }
 
 // startRequests is step 2: it starts as many requests as slots, start rate
@@ -216,13 +227,20 @@ func (l *loopState) dispatch(job *scheduler.Job) {
 }
 
 // done is step 3: the crawl is over when no job is unfinished and either a
-// stop is under way or the start requests and the queue are exhausted.
+// stop is under way or the start requests and the queue are exhausted (in
+// a shared job: the whole job is finished, for every worker).
 func (l *loopState) done() (reason string, ok bool) {
 	if l.active != 0 {
 		return "", false
 	}
 	if l.stopping != "" {
 		return l.stopping, true
+	}
+	if sh := l.e.shared; sh != nil {
+		if (l.startsDone || !sh.Seeding()) && sh.Finished() {
+			return "finished", true
+		}
+		return "", false
 	}
 	if l.startsDone && l.e.sched.Len() == 0 {
 		return "finished", true
@@ -237,7 +255,7 @@ func (l *loopState) done() (reason string, ok bool) {
 func (l *loopState) sleep(wake time.Duration) {
 	e := l.e
 	var poll <-chan struct{}
-	if !l.startsDone && l.stopping == "" && e.sched.Len() < l.lowWater {
+	if l.wantStarts() {
 		poll = closedChan
 	}
 	var timerC <-chan time.Time

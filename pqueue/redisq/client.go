@@ -109,9 +109,11 @@ func IsCluster(c redis.UniversalClient) bool {
 	return ok
 }
 
-// isUnavailable reports whether err means Redis could not be reached or
+// IsUnavailable reports whether err means Redis could not be reached or
 // answer (network errors, timeouts, a node loading or failing over), as
 // opposed to an error in the request.
+func IsUnavailable(err error) bool { return isUnavailable(err) }
+
 func isUnavailable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false

@@ -364,6 +364,15 @@ func (f *Frontier) wakeShard(k int) {
 	}
 }
 
+// Poke makes the engine call Pop again soon (Changed fires): the job's
+// state changed in a way the frontier cannot see (it finished).
+func (f *Frontier) Poke() {
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
 // Flush waits until everything given to the frontier so far (pushes,
 // acknowledgements) is stored in Redis, or ctx ends.
 func (f *Frontier) Flush(ctx context.Context) error {
