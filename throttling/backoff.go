@@ -2,7 +2,7 @@ package throttling
 
 import "time"
 
-// backoffState is the backoff part of a ThrottlingScopeManager.
+// backoffState is the backoff part of a Policy.
 //
 // The rules, from "How backoff works":
 //
@@ -36,23 +36,20 @@ type backoffState struct {
 	pace         time.Duration // Retry-After pacing floor of the delay
 	paceSet      time.Time     // when the pace last changed (burst rule)
 	paceMark     time.Time     // start of the pace's current quiet window
-	rateStart    time.Time     // current one-second bucket of sends
-	rateCur      int           // sends in the current bucket
-	ratePrev     int           // sends in the bucket before
 }
 
 // grow is one backoff step applied to d. A delay already above max_delay
 // (a large configured delay) is kept: backoff never speeds a scope up.
-func (m *ThrottlingScopeManager) grow(d time.Duration) time.Duration {
-	b := &m.cfg.Backoff
+func (p *Policy) grow(d time.Duration) time.Duration {
+	b := &p.cfg.Backoff
 	return max(d, min(b.MaxDelay, max(b.MinDelay, time.Duration(float64(d)*b.DelayFactor))))
 }
 
 // levelDelay is base after level steps.
-func (m *ThrottlingScopeManager) levelDelay(base time.Duration, level int) time.Duration {
+func (p *Policy) levelDelay(base time.Duration, level int) time.Duration {
 	d := base
 	for range level {
-		next := m.grow(d)
+		next := p.grow(d)
 		if next == d {
 			break
 		}
@@ -61,51 +58,50 @@ func (m *ThrottlingScopeManager) levelDelay(base time.Duration, level int) time.
 	return d
 }
 
-// RecordBackoff implements ScopeManager.
-func (m *ThrottlingScopeManager) RecordBackoff(now time.Time, sig BackoffSignal) {
-	m.tick(now)
-	m.lastTrigger, m.quietMark, m.lastUsed = now, now, now
-	m.rampTrigger()
+// backoff applies a trigger or server delay at now.
+func (p *Policy) backoff(now time.Time, sig Signal, g GateState) {
+	p.lastTrigger, p.quietMark = now, now
+	p.rampTrigger()
 	if sig.Delay > 0 {
 		d := sig.Delay
 		if !sig.Uncapped {
-			d = min(d, m.cfg.Backoff.MaxDelay)
+			d = min(d, p.cfg.Backoff.MaxDelay)
 		}
-		if until := now.Add(d); until.After(m.blockedUntil) {
-			m.blockedUntil = until
+		if until := now.Add(d); until.After(p.blockedUntil) {
+			p.blockedUntil = until
 		}
-		if !sig.Uncapped && m.cfg.Backoff.RetryAfterPacing {
-			m.setPace(now, sig.SentAt)
+		if !sig.Uncapped && p.cfg.Backoff.RetryAfterPacing {
+			p.setPace(now, sig.SentAt, g)
 		}
-		m.debug("hard_delay").Dur("until", m.blockedUntil.Sub(now)).Bool("uncapped", sig.Uncapped).Msg("throttling: scope held back")
+		p.debug("hard_delay").Dur("until", p.blockedUntil.Sub(now)).Bool("uncapped", sig.Uncapped).Msg("throttling: scope held back")
 		return
 	}
-	if !sig.SentAt.IsZero() && sig.SentAt.Before(m.lastStep) {
-		m.debug("burst").Msg("throttling: trigger from a request sent before the latest step; no new step")
+	if !sig.SentAt.IsZero() && sig.SentAt.Before(p.lastStep) {
+		p.debug("burst").Msg("throttling: trigger from a request sent before the latest step; no new step")
 		return
 	}
-	if m.cfg.Rampup.Enabled && m.rampTolerates() {
-		m.debug("rampup_target").Int("window_triggers", m.rampTriggers).Msg("throttling: trigger within the rampup target; holding")
+	if p.cfg.Rampup.Enabled && p.rampTolerates() {
+		p.debug("rampup_target").Int("window_triggers", p.rampTriggers).Msg("throttling: trigger within the rampup target; holding")
 		return
 	}
-	m.step(now)
+	p.step(now)
 }
 
 // step takes one backoff step at now.
-func (m *ThrottlingScopeManager) step(now time.Time) {
-	m.lastStep = now
-	if m.cfg.Rampup.Enabled {
-		m.rampDown()
-	} else if m.levelDelay(m.baseDelay, m.level+1) != m.levelDelay(m.baseDelay, m.level) {
-		m.level++
+func (p *Policy) step(now time.Time) {
+	p.lastStep = now
+	if p.cfg.Rampup.Enabled {
+		p.rampDown()
+	} else if p.levelDelay(p.baseDelay, p.level+1) != p.levelDelay(p.baseDelay, p.level) {
+		p.level++
 	}
-	if d := m.Delay(); d > 0 {
-		pause := time.Duration(float64(d) * jitterFactor(m.cfg.Backoff.Jitter, m.rnd))
-		if until := now.Add(pause); until.After(m.notBefore) {
-			m.notBefore = until
+	if d := p.Delay(); d > 0 {
+		pause := time.Duration(float64(d) * jitterFactor(p.cfg.Backoff.Jitter, p.rnd))
+		if until := now.Add(pause); until.After(p.notBefore) {
+			p.notBefore = until
 		}
 	}
-	m.debug("backoff").Msg("throttling: backoff step")
+	p.debug("backoff").Msg("throttling: backoff step")
 }
 
 // setPace paces the scope after a server delay. The first time, the pace
@@ -115,85 +111,63 @@ func (m *ThrottlingScopeManager) step(now time.Time) {
 // concurrency at once. A further server delay from a request sent after the
 // pace was set means that rate is still too high: the pace grows by
 // delay_factor, with the same burst rule as backoff steps.
-func (m *ThrottlingScopeManager) setPace(now time.Time, sentAt time.Time) {
-	f := m.cfg.Backoff.DelayFactor
+func (p *Policy) setPace(now time.Time, sentAt time.Time, g GateState) {
+	f := p.cfg.Backoff.DelayFactor
 	if f <= 1 {
 		f = 2
 	}
 	switch {
-	case m.pace == 0:
-		m.pace = time.Duration(float64(time.Second) / max(m.sendRate(now), 1e-3))
-		m.paceSet = now
-	case !sentAt.IsZero() && !sentAt.Before(m.paceSet):
-		m.pace = time.Duration(float64(m.pace) * f)
-		m.paceSet = now
+	case p.pace == 0:
+		p.pace = time.Duration(float64(time.Second) / max(g.SendRate(now), 1e-3))
+		p.paceSet = now
+	case !sentAt.IsZero() && !sentAt.Before(p.paceSet):
+		p.pace = time.Duration(float64(p.pace) * f)
+		p.paceSet = now
 	}
-	m.pace = min(m.pace, m.cfg.Backoff.MaxDelay)
-	m.paceMark = now
-	m.debug("pace").Dur("pace", m.pace).Msg("throttling: Retry-After pace")
-}
-
-// countSend counts a send in the one-second buckets sendRate reads.
-func (m *ThrottlingScopeManager) countSend(now time.Time) {
-	m.rollRate(now)
-	m.rateCur++
-}
-
-func (m *ThrottlingScopeManager) rollRate(now time.Time) {
-	switch el := now.Sub(m.rateStart); {
-	case m.rateStart.IsZero() || el >= 2*time.Second:
-		m.rateStart, m.ratePrev, m.rateCur = now, 0, 0
-	case el >= time.Second:
-		m.rateStart, m.ratePrev, m.rateCur = m.rateStart.Add(time.Second), m.rateCur, 0
-	}
-}
-
-// sendRate is the scope's recent send rate, in requests per second.
-func (m *ThrottlingScopeManager) sendRate(now time.Time) float64 {
-	m.rollRate(now)
-	frac := now.Sub(m.rateStart).Seconds()
-	return float64(m.ratePrev+m.rateCur) / (1 + frac)
+	p.pace = min(p.pace, p.cfg.Backoff.MaxDelay)
+	p.paceMark = now
+	p.debug("pace").Dur("pace", p.pace).Msg("throttling: Retry-After pace")
 }
 
 // paceTick halves the pace once per full quiet window since the last
 // server delay; under a millisecond it is dropped.
-func (m *ThrottlingScopeManager) paceTick(now time.Time) {
-	if m.pace == 0 {
+func (p *Policy) paceTick(now time.Time) {
+	if p.pace == 0 {
 		return
 	}
-	w := m.cfg.Backoff.Window
-	n := int(now.Sub(m.paceMark) / w)
+	w := p.cfg.Backoff.Window
+	n := int(now.Sub(p.paceMark) / w)
 	if n <= 0 {
 		return
 	}
-	f := m.cfg.Backoff.DelayFactor
+	f := p.cfg.Backoff.DelayFactor
 	if f <= 1 {
 		f = 2 // a delay_factor of 1 never grows a delay, but a pace must still recover
 	}
 	for range n {
-		m.pace = time.Duration(float64(m.pace) / f)
-		if m.pace < time.Millisecond {
-			m.pace = 0
+		p.pace = time.Duration(float64(p.pace) / f)
+		if p.pace < time.Millisecond {
+			p.pace = 0
 			break
 		}
 	}
-	m.paceMark = m.paceMark.Add(time.Duration(n) * w)
-	m.debug("pace_recovery").Dur("pace", m.pace).Msg("throttling: quiet window; Retry-After pace drops")
+	p.paceMark = p.paceMark.Add(time.Duration(n) * w)
+	p.debug("pace_recovery").Dur("pace", p.pace).Msg("throttling: quiet window; Retry-After pace drops")
 }
 
 // recoverTick drops one level per full quiet window since the last
 // trigger (scopes without rampup).
-func (m *ThrottlingScopeManager) recoverTick(now time.Time) {
-	if m.level == 0 {
+func (p *Policy) recoverTick(now time.Time) {
+	if p.level == 0 {
 		return
 	}
-	w := m.cfg.Backoff.Window
-	n := int(now.Sub(m.quietMark) / w)
+	w := p.cfg.Backoff.Window
+	n := int(now.Sub(p.quietMark) / w)
 	if n <= 0 {
 		return
 	}
-	n = min(n, m.level)
-	m.level -= n
-	m.quietMark = m.quietMark.Add(time.Duration(n) * w)
-	m.debug("recovery").Int("steps", n).Msg("throttling: quiet window; delay drops")
+	n = min(n, p.level)
+	p.level -= n
+	p.quietMark = p.quietMark.Add(time.Duration(n) * w)
+	p.debug("recovery").Int("steps", n).Msg("throttling: quiet window; delay drops")
 }

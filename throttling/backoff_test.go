@@ -178,8 +178,8 @@ func TestBackoffJitterOverridesRandomizeDuringBackoff(t *testing.T) {
 	lo, hi := time.Hour, time.Duration(0)
 	for i := range 2000 {
 		now = t0.Add(time.Duration(i+10) * time.Minute)
-		m.level = 1
-		m.quietMark = now
+		m.policy.level = 1
+		m.policy.quietMark = now
 		m.RecordSent(now, 0)
 		w := m.CanSend(now, 0)
 		lo, hi = min(lo, w), max(hi, w)

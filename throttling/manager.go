@@ -48,6 +48,29 @@ type SlotFreeChecker interface {
 	CanSendWithoutSlot(now time.Time, amount float64) time.Duration
 }
 
+// OutcomeRecorder is an optional ScopeManager method that receives a
+// completion together with how it ended, in place of RecordDone followed
+// by RecordBackoff. The throttler calls it, when a scope's manager has it,
+// for every request of the scope that completes. The default
+// ThrottlingScopeManager implements it: its rate controller measures the
+// accepted responses, and its latency control their latency.
+type OutcomeRecorder interface {
+	RecordOutcome(now time.Time, o Outcome)
+}
+
+// Outcome is how one request of a scope ended.
+type Outcome struct {
+	// Class is ok (accepted by the server), refused (a backoff trigger)
+	// or other.
+	Class OutcomeClass
+	// Latency is the time from the send to the completion (0 when the
+	// request was not downloaded).
+	Latency time.Duration
+	// Signal is what the outcome tells the scope's policy: a backoff
+	// trigger, a server delay. Its zero value tells nothing.
+	Signal Signal
+}
+
 // BackoffSignal describes one backoff trigger for a scope.
 type BackoffSignal struct {
 	// SentAt is when the request whose outcome triggered backoff was sent;

@@ -2,7 +2,7 @@ package throttling
 
 import "time"
 
-// quotaState is the quota part of a ThrottlingScopeManager.
+// Quotas, the gate's part.
 //
 // A scope with a quota lets its requests consume at most quota per window.
 // A window starts with the first send after the previous one ended (a
@@ -11,59 +11,53 @@ import "time"
 // used yet in the window (a single request larger than the quota still
 // goes, alone). Responses can correct the estimate: by a delta
 // (consumed) or with what the server says is left (remaining).
-type quotaState struct {
-	used        float64
-	windowStart time.Time
+
+// quotaOpen reports whether a quota window is open at now.
+func (g *Gate) quotaOpen(now time.Time) bool {
+	s := &g.State
+	return g.Params.Quota > 0 && !s.WindowStart.IsZero() && now.Before(s.WindowStart.Add(g.Params.Window))
 }
 
-func (m *ThrottlingScopeManager) quotaOn() bool { return m.cfg.Quota > 0 }
-
-// quotaTick ends the current window when it is over.
-func (m *ThrottlingScopeManager) quotaTick(now time.Time) {
-	if !m.windowStart.IsZero() && !now.Before(m.windowStart.Add(m.cfg.Window)) {
-		m.windowStart, m.used = time.Time{}, 0
-	}
-}
-
-func (m *ThrottlingScopeManager) quotaWait(now time.Time, amount float64) time.Duration {
-	if !m.quotaOn() || m.windowStart.IsZero() || m.used <= 0 || m.used+amount <= m.cfg.Quota {
+// QuotaUsedAt is the quota consumed in the window open at now (0 when the
+// window is over).
+func (g *Gate) QuotaUsedAt(now time.Time) float64 {
+	if !g.quotaOpen(now) {
 		return 0
 	}
-	return m.windowStart.Add(m.cfg.Window).Sub(now)
+	return g.State.QuotaUsed
 }
 
-func (m *ThrottlingScopeManager) quotaSent(now time.Time, amount float64) {
-	if !m.quotaOn() {
+// quotaWait is how long a request of amount waits for the next quota
+// window: a request goes when it fits, or alone in an empty window.
+func (g *Gate) quotaWait(now time.Time, amount float64) time.Duration {
+	used := g.QuotaUsedAt(now)
+	if used <= 0 || used+amount <= g.Params.Quota {
+		return 0
+	}
+	return g.State.WindowStart.Add(g.Params.Window).Sub(now)
+}
+
+// Reconcile corrects the quota used in the current window (opening one at
+// now if none is): by a delta (consumed), or from what the server says is
+// left (remaining, which wins). Nil pointers are absent values; without a
+// quota it does nothing.
+func (g *Gate) Reconcile(now time.Time, consumed, remaining *float64) {
+	if g.Params.Quota <= 0 {
 		return
 	}
-	if m.windowStart.IsZero() {
-		m.windowStart = now
-	}
-	m.used += amount
-}
-
-// quotaBusy reports whether the current window holds state worth keeping.
-func (m *ThrottlingScopeManager) quotaBusy(now time.Time) bool {
-	return m.quotaOn() && !m.windowStart.IsZero() && now.Before(m.windowStart.Add(m.cfg.Window))
-}
-
-// Used returns the quota consumed in the current window.
-func (m *ThrottlingScopeManager) Used() float64 { return m.used }
-
-// ReconcileQuota implements ScopeManager.
-func (m *ThrottlingScopeManager) ReconcileQuota(now time.Time, consumed, remaining *float64) {
-	m.tick(now)
-	if !m.quotaOn() {
-		return
-	}
-	if m.windowStart.IsZero() {
-		m.windowStart = now
-	}
+	g.openWindow(now)
+	s := &g.State
 	switch {
 	case remaining != nil:
-		m.used = max(0, m.cfg.Quota-*remaining)
+		s.QuotaUsed = max(0, g.Params.Quota-*remaining)
 	case consumed != nil:
-		m.used = max(0, m.used+*consumed)
+		s.QuotaUsed = max(0, s.QuotaUsed+*consumed)
 	}
-	m.debug("quota").Float64("used", m.used).Float64("quota", m.cfg.Quota).Msg("throttling: quota reconciled")
+}
+
+// openWindow starts a quota window at now unless one is open.
+func (g *Gate) openWindow(now time.Time) {
+	if !g.quotaOpen(now) {
+		g.State.WindowStart, g.State.QuotaUsed = now, 0
+	}
 }

@@ -15,13 +15,11 @@ type QuotaLeft interface {
 // QuotaLeft implements the QuotaLeft interface. It does not change the
 // scope's state: a window that is over counts as fully available.
 func (m *ThrottlingScopeManager) QuotaLeft(now time.Time) (float64, bool) {
-	if !m.quotaOn() {
+	q := m.policy.cfg.Quota
+	if q <= 0 {
 		return 0, false
 	}
-	if m.windowStart.IsZero() || !now.Before(m.windowStart.Add(m.cfg.Window)) {
-		return m.cfg.Quota, true
-	}
-	return max(0, m.cfg.Quota-m.used), true
+	return max(0, q-m.gate.QuotaUsedAt(now)), true
 }
 
 // QuotaShare returns amount as a fraction of the quota scope has left in

@@ -2,11 +2,11 @@ package throttling
 
 import "time"
 
-// rampState is the rampup part of a ThrottlingScopeManager.
+// rampState is the rampup part of a Policy.
 //
 // Rampup probes for the fastest rate a scope tolerates. Time is cut into
-// windows of BACKOFF_WINDOW (the scope's backoff window), starting at the
-// scope's first send. At the end of each window:
+// windows of BACKOFF_WINDOW (the scope's backoff window), starting when the
+// scope is first used. At the end of each window:
 //
 //   - fewer triggers than the target's low bound (and at least one send):
 //     one step up: the delay is multiplied by the rampup delay_factor
@@ -22,88 +22,87 @@ import "time"
 // Within a window, the first high triggers are tolerated without a step:
 // that is what makes the scope settle at about the target number of
 // rate-limit responses per window instead of oscillating.
+//
+// The policy counts the window's triggers itself (OnFeedback) and its sends
+// from the gate's send counter, against the mark taken when the window
+// started.
 type rampState struct {
-	rampStart    time.Time
-	rampTriggers int
-	rampSends    int
+	rampStart     time.Time
+	rampTriggers  int
+	rampSendsMark int64 // the gate's Sends when the current window started
 }
 
-func (m *ThrottlingScopeManager) rampSent(now time.Time) {
-	if !m.cfg.Rampup.Enabled {
-		return
-	}
-	if m.rampStart.IsZero() {
-		m.rampStart = now
-	}
-	m.rampSends++
-}
-
-func (m *ThrottlingScopeManager) rampTrigger() {
-	if m.cfg.Rampup.Enabled {
-		m.rampTriggers++
+func (p *Policy) rampTrigger() {
+	if p.cfg.Rampup.Enabled {
+		p.rampTriggers++
 	}
 }
 
 // rampTolerates reports whether the current window's triggers (this one
 // included) are within the target.
-func (m *ThrottlingScopeManager) rampTolerates() bool {
-	return m.rampTriggers <= m.cfg.Rampup.Target[1]
+func (p *Policy) rampTolerates() bool {
+	return p.rampTriggers <= p.cfg.Rampup.Target[1]
 }
 
-// rampTick evaluates the windows that ended before now.
-func (m *ThrottlingScopeManager) rampTick(now time.Time) {
-	if m.rampStart.IsZero() {
+// rampTick evaluates the windows that ended before now. The first window
+// starts at the first tick (the scope's first use: in memory, the CanSend
+// before its first send), so that its end is known in advance
+// (GateParams.ValidUntil); windows without sends neither ramp nor hold.
+func (p *Policy) rampTick(now time.Time, g GateState) {
+	if p.rampStart.IsZero() {
+		p.rampStart, p.rampSendsMark = now, g.Sends
 		return
 	}
-	w := m.cfg.Backoff.Window
-	for !now.Before(m.rampStart.Add(w)) {
-		low := m.cfg.Rampup.Target[0]
+	w := p.cfg.Backoff.Window
+	for !now.Before(p.rampStart.Add(w)) {
+		low := p.cfg.Rampup.Target[0]
+		sends := since(g.Sends, &p.rampSendsMark)
 		switch {
-		case m.rampSends > 0 && (m.rampTriggers < low || m.rampTriggers == 0):
-			m.rampUp()
-		case m.rampSends > 0:
-			m.debug("rampup_hold").Int("window_triggers", m.rampTriggers).Msg("throttling: rampup window at target; holding")
+		case sends > 0 && (p.rampTriggers < low || p.rampTriggers == 0):
+			p.rampUp()
+		case sends > 0:
+			p.debug("rampup_hold").Int("window_triggers", p.rampTriggers).Msg("throttling: rampup window at target; holding")
 		}
-		m.rampTriggers, m.rampSends = 0, 0
-		m.rampStart = m.rampStart.Add(w)
-		if idle := now.Sub(m.rampStart) / w; idle > 0 {
-			m.rampStart = m.rampStart.Add(idle * w) // idle windows neither ramp nor hold
+		p.rampTriggers, p.rampSendsMark = 0, g.Sends
+		p.rampStart = p.rampStart.Add(w)
+		if idle := now.Sub(p.rampStart) / w; idle > 0 {
+			p.rampStart = p.rampStart.Add(idle * w) // idle windows neither ramp nor hold
 		}
 	}
 }
 
 // rampUp takes one rampup step: lower the delay, then raise concurrency.
-func (m *ThrottlingScopeManager) rampUp() {
-	r := &m.cfg.Rampup
+func (p *Policy) rampUp() {
+	r := &p.cfg.Rampup
 	switch {
-	case m.rampDelay > m.rampFloor:
-		d := time.Duration(float64(m.rampDelay) * r.DelayFactor)
-		if d < max(m.rampFloor, time.Millisecond) {
-			d = m.rampFloor
+	case p.rampDelay > p.rampFloor:
+		d := time.Duration(float64(p.rampDelay) * r.DelayFactor)
+		if d < max(p.rampFloor, time.Millisecond) {
+			d = p.rampFloor
 		}
-		m.rampDelay = d
-	case m.baseConc == 0 || m.conc < m.baseConc:
-		m.conc++
+		p.rampDelay = d
+	case p.baseConc == 0 || p.conc < p.baseConc:
+		p.conc++
 	default:
 		return
 	}
-	if m.level > 0 {
-		m.level--
+	if p.level > 0 {
+		p.level--
 	}
-	m.debug("rampup").Msg("throttling: quiet window; rampup step")
+	p.debug("rampup").Msg("throttling: quiet window; rampup step")
 }
 
 // rampDown is a backoff step for a rampup scope: give back concurrency
 // first, then grow the delay.
-func (m *ThrottlingScopeManager) rampDown() {
-	floor := max(m.cfg.MinConcurrency, 1)
-	if m.conc > floor {
-		m.conc = max(floor, int(float64(m.conc)/m.cfg.Backoff.DelayFactor))
-		m.level++
+func (p *Policy) rampDown() {
+	floor := max(p.cfg.MinConcurrency, 1)
+	if p.conc > floor {
+		p.conc = max(floor, int(float64(p.conc)/p.cfg.Backoff.DelayFactor))
+		p.level++
 		return
 	}
-	if d := m.grow(m.rampDelay); d != m.rampDelay {
-		m.rampDelay = d
-		m.level++
+	if d := p.grow(p.rampDelay); d != p.rampDelay {
+		p.rampDelay = d
+		p.level++
 	}
 }

@@ -3,8 +3,6 @@ package throttling
 import (
 	"math/rand/v2"
 	"time"
-
-	"github.com/rs/zerolog"
 )
 
 // ThrottlingScopeManager is the default scope manager
@@ -13,165 +11,139 @@ import (
 // (backoff.go), recovers one step per quiet window, and with rampup probes
 // for the fastest rate the scope tolerates (rampup.go).
 //
-// The throttler serialises calls, so it does no locking of its own.
+// It is a Policy (how fast the scope may go; policy.go) and a Gate (what
+// is in flight and when the last request left; gate.go). Every call first
+// lets the policy apply the passing of time and re-derives the gate's
+// parameters, then asks or updates the gate. The throttler serialises
+// calls, so it does no locking of its own.
 type ThrottlingScopeManager struct {
-	cfg ScopeConfig
-	rnd *rand.Rand
-	dbg zerolog.Logger
-
-	baseDelay time.Duration // configured delay (or robots.txt Crawl-delay)
-	baseConc  int           // configured concurrency (or 1 from robots.txt); rampup ceiling
-	rampDelay time.Duration // rampup: current delay
-	rampFloor time.Duration // rampup: lowest delay allowed
-	conc      int           // current concurrency limit (0 = unlimited)
-
-	active   int
-	lastSent time.Time
-	jitterF  float64 // jitter factor drawn for the gap after lastSent
+	policy   *Policy
+	gate     Gate
+	rnd      *rand.Rand
 	lastUsed time.Time
-
-	backoffState
-	rampState
-	quotaState
 }
 
 // NewThrottlingScopeManager returns the default manager of one scope.
 func NewThrottlingScopeManager(env ScopeEnv) *ThrottlingScopeManager {
-	rnd := env.Rand
-	if rnd == nil {
-		rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	if env.Rand == nil {
+		env.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	m := &ThrottlingScopeManager{cfg: env.Config, rnd: rnd, dbg: env.Debug, jitterF: 1}
-	m.baseDelay = m.cfg.Delay
-	m.baseConc = m.cfg.Concurrency
-	m.conc = m.baseConc
-	if m.cfg.Rampup.Enabled {
-		m.rampDelay = m.baseDelay
-		m.rampFloor = m.cfg.Rampup.MinDelay
-		m.conc = max(m.cfg.MinConcurrency, 1)
-		if m.baseConc > 0 {
-			m.conc = min(m.conc, m.baseConc)
-		}
-	}
+	m := &ThrottlingScopeManager{policy: NewPolicy(env), rnd: env.Rand}
+	m.gate.Params = m.policy.Params(time.Time{})
 	return m
 }
 
 // Config returns the scope's configuration.
-func (m *ThrottlingScopeManager) Config() ScopeConfig { return m.cfg }
+func (m *ThrottlingScopeManager) Config() ScopeConfig { return m.policy.cfg }
+
+// Policy returns the scope's policy. Changing it directly bypasses the
+// manager: use it to read its state.
+func (m *ThrottlingScopeManager) Policy() *Policy { return m.policy }
+
+// Gate returns a copy of the scope's gate (parameters and state) as of the
+// manager's last call.
+func (m *ThrottlingScopeManager) Gate() Gate { return m.gate }
 
 // Delay returns the scope's current delay (before jitter).
-func (m *ThrottlingScopeManager) Delay() time.Duration {
-	if m.cfg.Rampup.Enabled {
-		return max(m.rampDelay, m.pace)
-	}
-	return max(m.levelDelay(m.baseDelay, m.level), m.pace)
-}
+func (m *ThrottlingScopeManager) Delay() time.Duration { return m.policy.Delay() }
 
 // Pace returns the Retry-After pacing floor of the delay (0 = none).
-func (m *ThrottlingScopeManager) Pace() time.Duration { return m.pace }
+func (m *ThrottlingScopeManager) Pace() time.Duration { return m.policy.pace }
 
 // Concurrency returns the scope's current concurrency limit (0 = unlimited).
-func (m *ThrottlingScopeManager) Concurrency() int { return m.conc }
+func (m *ThrottlingScopeManager) Concurrency() int { return m.policy.conc }
 
 // Level returns the number of backoff steps not yet recovered.
-func (m *ThrottlingScopeManager) Level() int { return m.level }
+func (m *ThrottlingScopeManager) Level() int { return m.policy.level }
 
 // Active returns the number of requests in flight.
-func (m *ThrottlingScopeManager) Active() int { return m.active }
+func (m *ThrottlingScopeManager) Active() int { return m.gate.State.Active }
 
-// tick applies what the passing of time implies: recovery after quiet
-// windows, rampup window evaluation, quota window reset.
+// Used returns the quota consumed in the current window.
+func (m *ThrottlingScopeManager) Used() float64 { return m.gate.State.QuotaUsed }
+
+// tick applies what the passing of time implies (recovery after quiet
+// windows, rampup window evaluation, pace recovery) and re-derives the
+// gate's parameters.
 func (m *ThrottlingScopeManager) tick(now time.Time) {
-	if m.cfg.Rampup.Enabled {
-		m.rampTick(now)
-	} else {
-		m.recoverTick(now)
-	}
-	m.paceTick(now)
-	m.quotaTick(now)
+	m.policy.Tick(now, m.gate.State)
+	m.gate.Params = m.policy.Params(now)
 }
 
 // CanSend implements ScopeManager.
 func (m *ThrottlingScopeManager) CanSend(now time.Time, amount float64) time.Duration {
 	m.tick(now)
-	if m.conc > 0 && m.active >= m.conc {
-		return UntilSlotFree
-	}
-	return m.wait(now, amount)
+	return m.gate.CanSend(now, amount)
 }
 
 // CanSendWithoutSlot implements SlotFreeChecker.
 func (m *ThrottlingScopeManager) CanSendWithoutSlot(now time.Time, amount float64) time.Duration {
 	m.tick(now)
-	return m.wait(now, amount)
-}
-
-func (m *ThrottlingScopeManager) wait(now time.Time, amount float64) time.Duration {
-	var w time.Duration
-	if now.Before(m.blockedUntil) {
-		w = m.blockedUntil.Sub(now)
-	}
-	if now.Before(m.notBefore) {
-		w = max(w, m.notBefore.Sub(now))
-	}
-	if next := m.nextByDelay(); now.Before(next) {
-		w = max(w, next.Sub(now))
-	}
-	return max(w, m.quotaWait(now, amount))
-}
-
-// nextByDelay is when the delay after the last send has elapsed.
-func (m *ThrottlingScopeManager) nextByDelay() time.Time {
-	if m.lastSent.IsZero() {
-		return time.Time{}
-	}
-	return m.lastSent.Add(time.Duration(float64(m.Delay()) * m.jitterF))
+	return m.gate.CanSendWithoutSlot(now, amount)
 }
 
 // RecordSent implements ScopeManager.
 func (m *ThrottlingScopeManager) RecordSent(now time.Time, amount float64) {
 	m.tick(now)
-	m.active++
-	m.lastSent, m.lastUsed = now, now
-	j := m.cfg.Jitter
-	if m.level > 0 || m.pace > 0 {
-		j = m.cfg.Backoff.Jitter // BACKOFF_JITTER overrides RANDOMIZE_DOWNLOAD_DELAY during backoff
+	var u float64
+	if p := m.gate.Params; p.JitterLo != 0 || p.JitterHi != 0 {
+		u = m.rnd.Float64()
 	}
-	m.jitterF = jitterFactor(j, m.rnd)
-	m.countSend(now)
-	m.quotaSent(now, amount)
-	m.rampSent(now)
+	m.gate.RecordSent(now, amount, u)
+	m.lastUsed = now
 }
 
-// RecordDone implements ScopeManager.
+// RecordDone implements ScopeManager. The throttler calls RecordOutcome
+// instead, which also says how the request ended.
 func (m *ThrottlingScopeManager) RecordDone(now time.Time) {
-	if m.active > 0 {
-		m.active--
-	}
+	m.RecordOutcome(now, Outcome{})
+}
+
+// RecordBackoff implements ScopeManager.
+func (m *ThrottlingScopeManager) RecordBackoff(now time.Time, sig BackoffSignal) {
+	m.feedback(now, Signal{Trigger: true, SentAt: sig.SentAt, Delay: sig.Delay, Uncapped: sig.Uncapped})
+}
+
+// RecordOutcome implements OutcomeRecorder: the completion, then its
+// signal.
+func (m *ThrottlingScopeManager) RecordOutcome(now time.Time, o Outcome) {
+	m.tick(now)
+	m.gate.RecordDone(now, o.Class, o.Latency)
 	m.lastUsed = now
+	if !o.Signal.empty() {
+		m.feedback(now, o.Signal)
+	}
+}
+
+func (m *ThrottlingScopeManager) feedback(now time.Time, sig Signal) {
+	m.policy.OnFeedback(now, sig, m.gate.State)
+	m.gate.Params = m.policy.Params(now)
+	m.lastUsed = now
+}
+
+// ReconcileQuota implements ScopeManager.
+func (m *ThrottlingScopeManager) ReconcileQuota(now time.Time, consumed, remaining *float64) {
+	m.tick(now)
+	if m.gate.Params.Quota <= 0 {
+		return
+	}
+	m.gate.Reconcile(now, consumed, remaining)
+	m.policy.debug("quota").Float64("used", m.gate.State.QuotaUsed).Float64("quota", m.gate.Params.Quota).
+		Msg("throttling: quota reconciled")
 }
 
 // SetBaseDelay implements ScopeManager: the configured delay becomes d
 // (robots.txt Crawl-delay). With rampup, d is also the floor rampup does
 // not go below.
 func (m *ThrottlingScopeManager) SetBaseDelay(d time.Duration) {
-	m.baseDelay = d
-	if m.cfg.Rampup.Enabled {
-		m.rampFloor = max(m.cfg.Rampup.MinDelay, d)
-		m.rampDelay = max(m.rampDelay, d)
-	}
+	m.policy.SetBaseDelay(d)
+	m.gate.Params = m.policy.Params(m.lastUsed)
 }
 
 // SetConcurrency implements ScopeManager.
 func (m *ThrottlingScopeManager) SetConcurrency(n int) {
-	m.baseConc = n
-	if m.cfg.Rampup.Enabled {
-		if n > 0 {
-			m.conc = min(m.conc, n)
-		}
-		return
-	}
-	m.conc = n
+	m.policy.SetConcurrency(n)
+	m.gate.Params = m.policy.Params(m.lastUsed)
 }
 
 // IsIdle implements ScopeManager: nothing in flight, no backoff level, no
@@ -179,8 +151,9 @@ func (m *ThrottlingScopeManager) SetConcurrency(n int) {
 // state learnt by rampup... and unused for maxIdle when maxIdle > 0.
 func (m *ThrottlingScopeManager) IsIdle(now time.Time, maxIdle time.Duration) bool {
 	m.tick(now)
-	if m.active > 0 || m.level > 0 || m.pace > 0 || now.Before(m.blockedUntil) || now.Before(m.notBefore) ||
-		now.Before(m.nextByDelay()) || m.quotaBusy(now) {
+	g := &m.gate
+	if g.State.Active > 0 || m.policy.backingOff() || now.Before(g.Params.BlockedUntil) ||
+		now.Before(g.NextByDelay()) || g.quotaOpen(now) {
 		return false
 	}
 	return maxIdle <= 0 || now.Sub(m.lastUsed) >= maxIdle
@@ -189,44 +162,47 @@ func (m *ThrottlingScopeManager) IsIdle(now time.Time, maxIdle time.Duration) bo
 // Snapshot implements Snapshotter.
 func (m *ThrottlingScopeManager) Snapshot(now time.Time) ScopeSnapshot {
 	m.tick(now)
-	s := ScopeSnapshot{Delay: secondsOf(m.Delay()), BackoffLevel: m.level, LastTrigger: m.lastTrigger,
-		LastStep: m.lastStep, QuotaUsed: m.used, WindowStart: m.windowStart, Concurrency: m.conc,
-		Pace: secondsOf(m.pace), QuietMark: m.quietMark, PaceMark: m.paceMark}
-	s.BlockedUntil = m.blockedUntil
-	if m.notBefore.After(s.BlockedUntil) {
-		s.BlockedUntil = m.notBefore
+	p, g := m.policy, &m.gate
+	ps := p.State()
+	s := ScopeSnapshot{Delay: secondsOf(p.Delay()), BackoffLevel: p.level, LastTrigger: p.lastTrigger,
+		LastStep: p.lastStep, QuotaUsed: g.QuotaUsedAt(now), Concurrency: p.conc,
+		Pace: secondsOf(p.pace), QuietMark: p.quietMark, PaceMark: p.paceMark, Policy: &ps}
+	if g.quotaOpen(now) {
+		s.WindowStart = g.State.WindowStart
 	}
-	if !s.BlockedUntil.After(now) {
-		s.BlockedUntil = time.Time{}
+	if g.Params.BlockedUntil.After(now) {
+		s.BlockedUntil = g.Params.BlockedUntil
 	}
 	return s
 }
 
-// Restore implements Snapshotter.
+// Restore implements Snapshotter. A snapshot written before the policy
+// was saved whole (no Policy field) is read from its flat fields.
 func (m *ThrottlingScopeManager) Restore(now time.Time, s ScopeSnapshot) {
-	m.level = max(0, s.BackoffLevel)
-	m.blockedUntil = s.BlockedUntil
-	m.lastTrigger, m.lastStep = s.LastTrigger, s.LastStep
-	// The saved level and pace already include the recovery up to the
-	// snapshot: count quiet windows from the saved marks, not from the last
-	// trigger again (snapshots without marks fall back to it).
-	m.quietMark = orTime(s.QuietMark, s.LastTrigger)
-	m.pace, m.paceMark = durationOf(s.Pace), orTime(s.PaceMark, s.LastTrigger)
-	if !m.cfg.Backoff.RetryAfterPacing {
-		m.pace = 0
+	ps := legacyPolicyState(s)
+	if s.Policy != nil {
+		ps = *s.Policy
 	}
-	m.used, m.windowStart = s.QuotaUsed, s.WindowStart
-	if m.cfg.Rampup.Enabled {
-		m.rampDelay = max(durationOf(s.Delay), m.rampFloor)
-		if s.Concurrency > 0 {
-			m.conc = max(s.Concurrency, m.cfg.MinConcurrency)
-			if m.baseConc > 0 {
-				m.conc = min(m.conc, m.baseConc)
-			}
-		}
+	if err := m.policy.SetState(ps); err != nil {
+		m.policy.dbg.Warn().Err(err).Str("scope", m.policy.cfg.Name).Msg("throttling: saved scope state ignored")
+	}
+	if m.policy.cfg.Quota > 0 {
+		m.gate.State.QuotaUsed, m.gate.State.WindowStart = s.QuotaUsed, s.WindowStart
 	}
 	m.lastUsed = now
 	m.tick(now)
+}
+
+// legacyPolicyState reads the flat fields of a snapshot written before
+// ScopeSnapshot.Policy existed.
+func legacyPolicyState(s ScopeSnapshot) PolicyState {
+	// The saved level and pace already include the recovery up to the
+	// snapshot: count quiet windows from the saved marks, not from the last
+	// trigger again (snapshots without marks fall back to it).
+	return PolicyState{Version: 1, Level: s.BackoffLevel, BlockedUntil: s.BlockedUntil,
+		LastTrigger: s.LastTrigger, LastStep: s.LastStep, QuietMark: orTime(s.QuietMark, s.LastTrigger),
+		Pace: durationOf(s.Pace), PaceMark: orTime(s.PaceMark, s.LastTrigger),
+		RampDelay: durationOf(s.Delay), RampConcurrency: s.Concurrency}
 }
 
 func orTime(t, fallback time.Time) time.Time {
@@ -242,9 +218,4 @@ func jitterFactor(j [2]float64, rnd *rand.Rand) float64 {
 		return 1
 	}
 	return max(0, 1+j[0]+rnd.Float64()*(j[1]-j[0]))
-}
-
-func (m *ThrottlingScopeManager) debug(reason string) *zerolog.Event {
-	return m.dbg.Info().Str("scope", m.cfg.Name).Str("reason", reason).
-		Float64("delay", m.Delay().Seconds()).Int("level", m.level).Int("concurrency", m.conc)
 }

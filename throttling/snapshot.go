@@ -51,6 +51,10 @@ type ScopeSnapshot struct {
 	RobotsDelay float64 `json:"robots_delay,omitempty"`
 	// HasRobots is true when RobotsDelay came from a robots.txt (even 0).
 	HasRobots bool `json:"has_robots,omitempty"`
+	// Policy is the whole state of the default scope manager's policy,
+	// which Restore prefers to the flat fields above (those stay for
+	// readers of the snapshot and for jobs saved before it existed).
+	Policy *PolicyState `json:"policy,omitempty"`
 }
 
 // Snapshotter is implemented by scope managers whose state can be saved

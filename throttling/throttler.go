@@ -16,8 +16,10 @@
 // injectable clock, so every rule is testable with a fake clock.
 //
 // File map: config.go (settings and THROTTLING_SCOPES validation),
-// scopemanager.go (the default scope manager), backoff.go, rampup.go,
-// quota.go, headers.go (Retry-After, RateLimit-Reset), defaultmanager.go,
+// scopemanager.go (the default scope manager: a Policy and a Gate),
+// gate.go (admission-time state, mechanical), policy.go (every rule that
+// decides how fast a scope goes, serializable state), backoff.go,
+// rampup.go, quota.go, headers.go (Retry-After, RateLimit-Reset), defaultmanager.go,
 // registrable.go, helpers.go (AddScope's friends UpdateScopeBackoff and
 // CacheScopes), registry.go, eviction.go (THROTTLING_SCOPE_LIMIT and
 // THROTTLING_SCOPE_MAX_IDLE, Sweep), robots.go (Crawl-delay), snapshot.go
@@ -339,26 +341,66 @@ func (t *Throttler) Done(ctx context.Context, req *spider.Request, scopes Scopes
 		t.log.Error().Err(ferr).Str("url", req.URL.String()).Msg("throttling manager failed to interpret an outcome")
 	}
 	now := t.clock.Now()
+	var latency time.Duration
+	if res != nil || err != nil {
+		latency = max(0, now.Sub(sentAt))
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, s := range scopes {
-		t.scope(s.Name, now).mgr.RecordDone(now)
-	}
-	changed := scopes
-	for name, f := range fb {
-		e := t.scope(name, now)
-		if f.Consumed != nil || f.Remaining != nil {
-			e.mgr.ReconcileQuota(now, f.Consumed, f.Remaining)
+		f, hasFB := fb[s.Name]
+		e := t.scope(s.Name, now)
+		if hasFB {
+			reconcile(e.mgr, now, f)
 		}
+		if r, ok := e.mgr.(OutcomeRecorder); ok {
+			r.RecordOutcome(now, OutcomeOf(f, sentAt, latency, res, err, dontTrack(req)))
+			continue
+		}
+		e.mgr.RecordDone(now)
 		if f.Trigger {
 			e.mgr.RecordBackoff(now, BackoffSignal{SentAt: sentAt, Delay: f.Delay})
 		}
-		if !scopes.Has(name) {
-			changed = AddScope(changed, name, 0)
+	}
+	changed := scopes
+	for name, f := range fb {
+		if scopes.Has(name) {
+			continue
 		}
+		// Feedback for a scope the request did not belong to.
+		e := t.scope(name, now)
+		reconcile(e.mgr, now, f)
+		if f.Trigger {
+			e.mgr.RecordBackoff(now, BackoffSignal{SentAt: sentAt, Delay: f.Delay})
+		}
+		changed = AddScope(changed, name, 0)
 	}
 	t.notifyLocked(changed)
 	t.sweepDueLocked(now)
+}
+
+func reconcile(m ScopeManager, now time.Time, f ScopeFeedback) {
+	if f.Consumed != nil || f.Remaining != nil {
+		m.ReconcileQuota(now, f.Consumed, f.Remaining)
+	}
+}
+
+// OutcomeOf is how a request ended for one of its scopes, given the
+// scope's feedback f (zero when the manager gave none), the send time, the
+// latency, and the response or download error (both nil when the request
+// was not downloaded): refused when f is a trigger, ok for any other
+// response, other for the rest and for throttling_dont_track requests.
+func OutcomeOf(f ScopeFeedback, sentAt time.Time, latency time.Duration, res *spider.Response, err error, dontTrack bool) Outcome {
+	o := Outcome{Class: OutcomeOther, Latency: latency}
+	switch {
+	case dontTrack:
+	case f.Trigger:
+		o.Class = OutcomeRefused
+		o.Signal = Signal{Trigger: true, SentAt: sentAt, Delay: f.Delay}
+	case err == nil && res != nil:
+		o.Class = OutcomeOK
+	}
+	return o
 }
 
 // DelayScope holds back every request of scope for at least d, counted as

@@ -127,29 +127,30 @@ type Viewer interface {
 // View implements Viewer.
 func (m *ThrottlingScopeManager) View(now time.Time) ScopeView {
 	m.tick(now)
+	p, g := m.policy, &m.gate
 	v := ScopeView{
-		Delay:        secondsOf(m.Delay()),
-		Pace:         secondsOf(m.pace),
-		BackoffLevel: m.level,
-		Concurrency:  m.conc,
-		InFlight:     m.active,
-		SlotsFull:    m.conc > 0 && m.active >= m.conc,
-		Wait:         secondsOf(m.wait(now, 0)),
-		QuotaUsed:    m.used,
+		Delay:        secondsOf(p.Delay()),
+		Pace:         secondsOf(p.pace),
+		BackoffLevel: p.level,
+		Concurrency:  p.conc,
+		InFlight:     g.State.Active,
+		SlotsFull:    p.conc > 0 && g.State.Active >= p.conc,
+		Wait:         secondsOf(g.CanSendWithoutSlot(now, 0)),
+		QuotaUsed:    g.QuotaUsedAt(now),
 		LastUsed:     m.lastUsed,
 	}
-	if m.blockedUntil.After(now) {
-		v.BlockedUntil = m.blockedUntil
+	if p.blockedUntil.After(now) {
+		v.BlockedUntil = p.blockedUntil
 	}
-	next := m.nextByDelay()
-	if m.notBefore.After(next) {
-		next = m.notBefore
+	next := g.NextByDelay()
+	if p.notBefore.After(next) {
+		next = p.notBefore
 	}
 	if next.After(now) {
 		v.NextSend = next
 	}
-	if m.quotaOn() && !m.windowStart.IsZero() {
-		v.QuotaWindowStart, v.QuotaWindowEnd = m.windowStart, m.windowStart.Add(m.cfg.Window)
+	if g.quotaOpen(now) {
+		v.QuotaWindowStart, v.QuotaWindowEnd = g.State.WindowStart, g.State.WindowStart.Add(g.Params.Window)
 	}
 	return v
 }

@@ -1,0 +1,253 @@
+package throttling
+
+import "time"
+
+// The default scope manager is two parts (the shared contract of the
+// in-memory and the distributed throttler):
+//
+//   - the Gate (this file): admission-time state, small and mechanical. It
+//     answers "may a request go now?" and records sends and completions.
+//     It makes no decision of its own: every number it compares against is
+//     a parameter written by the Policy. A distributed throttler keeps
+//     exactly this state next to the scope's shared data and runs these
+//     operations atomically there (for Redis, as a Lua script), so that
+//     the rules hold across worker processes.
+//   - the Policy (policy.go): every rule that decides how fast a scope
+//     goes (backoff, recovery, Retry-After pacing, rampup, the rate
+//     controller, Crawl-delay). It runs in Go only, reads the gate's
+//     counters and writes the gate's parameters (Policy.Params).
+//
+// In memory, ThrottlingScopeManager holds one of each and re-derives the
+// parameters on every call. Time is always passed in; the gate draws no
+// random numbers (RecordSent takes a uniform number from its caller).
+
+// GateParams are the admission parameters of a scope, written only by the
+// Policy (Policy.Params).
+type GateParams struct {
+	// Delay is the minimum time between two sends, before jitter.
+	Delay time.Duration `json:"delay"`
+	// JitterLo and JitterHi are the jitter range in force: each gap after
+	// a send is Delay*(1+uniform(JitterLo, JitterHi)). They come from
+	// RANDOMIZE_DOWNLOAD_DELAY or the scope's jitter normally, and from
+	// BACKOFF_JITTER while the scope backs off or is paced.
+	JitterLo float64 `json:"jitter_lo,omitempty"`
+	JitterHi float64 `json:"jitter_hi,omitempty"`
+	// Concurrency is the most requests in flight; 0 = unlimited.
+	Concurrency int `json:"concurrency"`
+	// BlockedUntil is a hard minimum: nothing is sent before it
+	// (Retry-After, RateLimit-Reset, DelayScope, the pause after a backoff
+	// step, a RateLimit "remaining 0" pause).
+	BlockedUntil time.Time `json:"blocked_until,omitzero"`
+	// Quota is the amount the scope's requests may consume per Window; 0
+	// means no quota.
+	Quota float64 `json:"quota,omitempty"`
+	// Window is the length of a quota window.
+	Window time.Duration `json:"window,omitempty"`
+	// ValidUntil is the earliest time at which the Policy's time-based
+	// state would change these parameters (the next recovery step, rampup
+	// or controller window, pace recovery). Zero means they hold until
+	// the next feedback. A distributed gate whose ValidUntil has passed is
+	// stale: the Policy must refresh it (Policy.Tick, then Params) before
+	// it admits anything. In memory the parameters are re-derived on every
+	// call, so ValidUntil is informational.
+	ValidUntil time.Time `json:"valid_until,omitzero"`
+}
+
+// OutcomeClass classifies a completed request for the gate's counters.
+type OutcomeClass uint8
+
+const (
+	// OutcomeOther is a completion that says nothing about the server's
+	// limit: a download error that is not a backoff trigger, a request
+	// that was not downloaded, a throttling_dont_track request.
+	OutcomeOther OutcomeClass = iota
+	// OutcomeOK is a response the server accepted: any response that is
+	// not a backoff trigger for the scope (a 404 is accepted too).
+	OutcomeOK
+	// OutcomeRefused is a backoff trigger for the scope (a status of its
+	// backoff http_codes, an error of its backoff exceptions).
+	OutcomeRefused
+)
+
+// String returns "other", "ok" or "refused".
+func (c OutcomeClass) String() string {
+	switch c {
+	case OutcomeOK:
+		return "ok"
+	case OutcomeRefused:
+		return "refused"
+	default:
+		return "other"
+	}
+}
+
+// GateState is the run-time state of a gate, written only by the gate's
+// operations. The Policy reads it (Tick, OnFeedback) to measure what the
+// scope did: every counter only ever grows, so the Policy keeps its own
+// marks and takes differences.
+type GateState struct {
+	// Active is the number of requests in flight.
+	Active int `json:"active"`
+	// LastSent is when the last request was sent; zero before the first.
+	LastSent time.Time `json:"last_sent,omitzero"`
+	// JitterF is the jitter factor drawn for the gap after LastSent.
+	JitterF float64 `json:"jitter_f,omitempty"`
+	// QuotaUsed is the quota consumed in the window started at
+	// WindowStart (zero: no window open).
+	QuotaUsed   float64   `json:"quota_used,omitempty"`
+	WindowStart time.Time `json:"window_start,omitzero"`
+
+	// Sends counts every request sent.
+	Sends int64 `json:"sends,omitempty"`
+	// OK, Refused and Other count completions by OutcomeClass.
+	OK      int64 `json:"ok,omitempty"`
+	Refused int64 `json:"refused,omitempty"`
+	Other   int64 `json:"other,omitempty"`
+	// LatencySum and LatencyN add up the latencies (send to completion) of
+	// OK completions.
+	LatencySum time.Duration `json:"latency_sum,omitempty"`
+	LatencyN   int64         `json:"latency_n,omitempty"`
+	// InFlightSeconds is the integral of Active over time (request-seconds)
+	// and FullSeconds the time spent with every slot taken (Concurrency > 0
+	// and Active >= Concurrency), both up to AreaAt: the Policy reads the
+	// average concurrency and how often slots were the limit from them.
+	InFlightSeconds float64   `json:"inflight_s,omitempty"`
+	FullSeconds     float64   `json:"full_s,omitempty"`
+	AreaAt          time.Time `json:"area_at,omitzero"`
+	// BucketStart starts the current one-second bucket of sends;
+	// BucketSends counts its sends and PrevBucketSends those of the bucket
+	// before (the recent send rate).
+	BucketStart     time.Time `json:"bucket_start,omitzero"`
+	BucketSends     int       `json:"bucket_sends,omitempty"`
+	PrevBucketSends int       `json:"prev_bucket_sends,omitempty"`
+}
+
+// Gate is the admission-time part of a scope: parameters written by the
+// Policy, state written by the operations below. Its methods are
+// deterministic functions of their arguments and the gate's fields.
+type Gate struct {
+	Params GateParams `json:"params"`
+	State  GateState  `json:"state"`
+}
+
+// CanSend reports how long a request consuming amount of the quota must
+// wait at now: 0, a wait, or UntilSlotFree when every concurrency slot is
+// taken. The wait is the latest of BlockedUntil, LastSent + Delay*JitterF
+// and the end of a quota window the amount does not fit in.
+func (g *Gate) CanSend(now time.Time, amount float64) time.Duration {
+	if g.Params.Concurrency > 0 && g.State.Active >= g.Params.Concurrency {
+		return UntilSlotFree
+	}
+	return g.CanSendWithoutSlot(now, amount)
+}
+
+// CanSendWithoutSlot is CanSend for a request that needs no concurrency
+// slot (robots.txt): its delay, hard minimum and quota still apply.
+func (g *Gate) CanSendWithoutSlot(now time.Time, amount float64) time.Duration {
+	var w time.Duration
+	if now.Before(g.Params.BlockedUntil) {
+		w = g.Params.BlockedUntil.Sub(now)
+	}
+	if next := g.NextByDelay(); now.Before(next) {
+		w = max(w, next.Sub(now))
+	}
+	return max(w, g.quotaWait(now, amount))
+}
+
+// NextByDelay is when the delay after the last send has elapsed (zero
+// before the first send).
+func (g *Gate) NextByDelay() time.Time {
+	if g.State.LastSent.IsZero() {
+		return time.Time{}
+	}
+	return g.State.LastSent.Add(time.Duration(float64(g.Params.Delay) * g.State.JitterF))
+}
+
+// RecordSent records a request consuming amount sent at now; u is a
+// uniform random number in [0, 1) drawn by the caller for the jitter of
+// the gap after this send.
+func (g *Gate) RecordSent(now time.Time, amount, u float64) {
+	s := &g.State
+	g.advance(now)
+	s.Active++
+	s.Sends++
+	s.LastSent = now
+	s.JitterF = max(0, 1+g.Params.JitterLo+u*(g.Params.JitterHi-g.Params.JitterLo))
+	g.rollBucket(now)
+	s.BucketSends++
+	if g.Params.Quota > 0 {
+		g.openWindow(now)
+		s.QuotaUsed += amount
+	}
+}
+
+// RecordDone records a completion at now of the given class; latency (send
+// to completion) is added up for OutcomeOK.
+func (g *Gate) RecordDone(now time.Time, class OutcomeClass, latency time.Duration) {
+	s := &g.State
+	g.advance(now)
+	if s.Active > 0 {
+		s.Active--
+	}
+	switch class {
+	case OutcomeOK:
+		s.OK++
+		if latency > 0 {
+			s.LatencySum += latency
+			s.LatencyN++
+		}
+	case OutcomeRefused:
+		s.Refused++
+	default:
+		s.Other++
+	}
+}
+
+// advance adds the time since AreaAt to the in-flight integrals.
+func (g *Gate) advance(now time.Time) {
+	s := &g.State
+	if !s.AreaAt.IsZero() && now.After(s.AreaAt) {
+		dt := now.Sub(s.AreaAt).Seconds()
+		s.InFlightSeconds += float64(s.Active) * dt
+		if g.Params.Concurrency > 0 && s.Active >= g.Params.Concurrency {
+			s.FullSeconds += dt
+		}
+	}
+	if s.AreaAt.IsZero() || now.After(s.AreaAt) {
+		s.AreaAt = now
+	}
+}
+
+// rollBucket moves the one-second send buckets forward to now.
+func (g *Gate) rollBucket(now time.Time) {
+	s := &g.State
+	switch el := now.Sub(s.BucketStart); {
+	case s.BucketStart.IsZero() || el >= 2*time.Second:
+		s.BucketStart, s.PrevBucketSends, s.BucketSends = now, 0, 0
+	case el >= time.Second:
+		s.BucketStart, s.PrevBucketSends, s.BucketSends = s.BucketStart.Add(time.Second), s.BucketSends, 0
+	}
+}
+
+// SendRate is the recent send rate at now, in requests per second: the
+// sends of the current one-second bucket and the one before, over the time
+// they cover. It reads the state without changing it.
+func (s GateState) SendRate(now time.Time) float64 {
+	start, cur, prev := s.BucketStart, s.BucketSends, s.PrevBucketSends
+	switch el := now.Sub(start); {
+	case start.IsZero() || el >= 2*time.Second:
+		return 0
+	case el >= time.Second:
+		start, prev, cur = start.Add(time.Second), cur, 0
+	}
+	frac := now.Sub(start).Seconds()
+	return float64(prev+cur) / (1 + frac)
+}
+
+// InFlightSecondsAt is InFlightSeconds extended to now.
+func (s GateState) InFlightSecondsAt(now time.Time) float64 {
+	if s.AreaAt.IsZero() || !now.After(s.AreaAt) {
+		return s.InFlightSeconds
+	}
+	return s.InFlightSeconds + float64(s.Active)*now.Sub(s.AreaAt).Seconds()
+}
