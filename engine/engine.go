@@ -201,7 +201,11 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	dopts.Transport = opts.Transport
 	e.dl = downloader.New(dopts)
 
-	thr, err := throttling.New(s, throttling.Options{Clock: opts.Clock, Log: opts.Log, DNS: e.dl.DNS()})
+	topts := throttling.Options{Clock: opts.Clock, Log: opts.Log, DNS: e.dl.DNS()}
+	if opts.Shared != nil {
+		topts.Shared = opts.Shared.Throttling()
+	}
+	thr, err := throttling.New(s, topts)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/scheduler"
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
 // Shared is a crawl job that several worker processes run together: a
@@ -15,6 +16,9 @@ import (
 // start requests only while it is the job's seeder, and ends the crawl
 // when the whole job is finished rather than when its own share is.
 type Shared interface {
+	// Throttling returns where the scopes' throttling state is kept (the
+	// throttler's shared store).
+	Throttling() throttling.Shared
 	// Storage returns the scheduler's storage for the crawl (its
 	// Frontier), built for the crawl's crawler (stats, log, spider).
 	Storage(c *spider.Crawler) (*scheduler.Storage, error)

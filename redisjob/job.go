@@ -66,7 +66,8 @@ type Job struct {
 	meta   Metadata
 	dedupe redisq.Dedupe
 	lease  time.Duration
-	gates  redisq.Gates
+	store  *redisq.Store
+	thr    *redisq.Throttling
 
 	frontier *redisq.Frontier // once Storage is called
 
@@ -132,11 +133,13 @@ func Open(ctx context.Context, s *settings.Settings, sp spider.Spider, log zerol
 		c.Close()
 		return nil, err
 	}
-	j.gates, err = newGates(s, j)
+	j.store, err = redisq.NewStore(redisq.Options{Client: c, Layout: j.l, Codec: jobdir.Codec{Spider: sp}, Owner: j.worker,
+		LeaseTTL: j.lease, Dedupe: j.dedupe})
 	if err != nil {
 		c.Close()
 		return nil, bad("%v", err)
 	}
+	j.thr = redisq.NewThrottling(j.store)
 	if err := j.heartbeat(ctx); err != nil {
 		c.Close()
 		return nil, bad("registering worker %s in job %s: %v", j.worker, name, err)
@@ -301,14 +304,19 @@ func (j *Job) Client() redis.UniversalClient { return j.c }
 
 func (j *Job) addr() string { return redisq.Addr(j.set.String("REDIS_URL")) }
 
-// Storage implements engine.Shared: the job's frontier.
+// Throttling implements engine.Shared: the scopes' throttling state in
+// the job's Redis.
+func (j *Job) Throttling() throttling.Shared { return j.thr }
+
+// Storage implements engine.Shared: the job's frontier. The crawler's
+// throttler must be the one built over Throttling (it gives the gates'
+// parameters).
 func (j *Job) Storage(c *spider.Crawler) (*scheduler.Storage, error) {
-	st, err := redisq.NewStore(redisq.Options{Client: j.c, Layout: j.l, Codec: jobdir.Codec{Spider: j.sp}, Owner: j.worker,
-		LeaseTTL: j.lease, Dedupe: j.dedupe})
-	if err != nil {
-		return nil, err
+	gates, ok := c.Throttler.(redisq.Gates)
+	if !ok {
+		return nil, fmt.Errorf("the crawler's throttler %T cannot give gate parameters to the shared frontier", c.Throttler)
 	}
-	f, err := redisq.NewFrontier(redisq.FrontierOptions{Store: st, Gates: j.gates, Log: c.Log, Stats: c.Stats,
+	f, err := redisq.NewFrontier(redisq.FrontierOptions{Store: j.store, Gates: gates, Throttling: j.thr, Log: c.Log, Stats: c.Stats,
 		StartRate: j.set.Float("MAX_STARTS_PER_SECOND"), StartBurst: j.set.Int("MAX_STARTS_BURST"),
 		PollInterval: j.set.Seconds("REDIS_POLL_INTERVAL"), UnavailableTimeout: j.set.Seconds("REDIS_UNAVAILABLE_TIMEOUT")})
 	if err != nil {

@@ -342,9 +342,12 @@ var shared struct {
 }
 
 // Main runs the tests of a package that uses Shared or SharedCluster and
-// stops their servers afterwards. Call it from TestMain.
-func Main(m *testing.M) {
+// stops their servers afterwards, then runs cleanup. Call it from TestMain.
+func Main(m *testing.M, cleanup ...func()) {
 	code := m.Run()
+	for _, c := range cleanup {
+		c()
+	}
 	shared.mu.Lock()
 	if shared.srv != nil {
 		shared.srv.Kill()

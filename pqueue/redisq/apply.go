@@ -41,8 +41,9 @@ type push struct {
 
 // ack acknowledges (or releases, for an admission lease) a reservation.
 type ack struct {
-	id    pqueue.ID
-	class string // outcome class: "ok", "rf", "ot", "" for none
+	id      pqueue.ID
+	classes string  // outcome per scope (classLetters), "" for none
+	latency float64 // ms
 }
 
 type statDelta struct {
@@ -76,7 +77,7 @@ func (d Dedupe) args() (string, uint64, int) {
 // applyArgs returns the ARGV of an apply call for b on shard k.
 func applyArgs(k int, d Dedupe, b *batch) []any {
 	mode, bits, hashes := d.args()
-	args := make([]any, 0, 9+2*len(b.inits)+3*len(b.pushes)+2*len(b.acks)+len(b.nacks)+2*len(b.stats))
+	args := make([]any, 0, 9+2*len(b.inits)+3*len(b.pushes)+3*len(b.acks)+len(b.nacks)+2*len(b.stats))
 	args = append(args, k, mode, bits, hashes, len(b.inits), len(b.pushes), len(b.acks), len(b.nacks), len(b.stats))
 	for _, in := range b.inits {
 		args = append(args, in.scope, in.params)
@@ -85,7 +86,7 @@ func applyArgs(k int, d Dedupe, b *batch) []any {
 		args = append(args, p.fp, p.notBefore, p.body)
 	}
 	for _, a := range b.acks {
-		args = append(args, idBytes(a.id), a.class)
+		args = append(args, idBytes(a.id), a.classes, strconv.FormatFloat(a.latency, 'f', 3, 64))
 	}
 	for _, id := range b.nacks {
 		args = append(args, idBytes(id))

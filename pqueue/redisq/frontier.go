@@ -27,9 +27,12 @@ type FrontierOptions struct {
 	// Store holds the entries; the frontier uses its connection, layout,
 	// codec, owner and lease TTL. Required.
 	Store *Store
-	// Gates gives the parameters of the scopes' gates (the throttling
-	// backend). Required.
+	// Gates gives the parameters of the scopes' gates (the throttler).
+	// Required.
 	Gates Gates
+	// Throttling, when set, is the throttler's shared store of the same
+	// job: it shares this frontier's reservations and outbox.
+	Throttling *Throttling
 	// Clock is the local clock (the engine's); nil means the real one.
 	Clock clock.Clock
 	// Log receives warnings (Redis unavailable, leases lost).
@@ -130,6 +133,9 @@ func NewFrontier(o FrontierOptions) (*Frontier, error) {
 		hints: make([]time.Time, n), gens: make([]uint64, n), counts: make([]Counts, n), known: map[string]struct{}{},
 		changed: make(chan struct{}, 1), flushDone: make(chan struct{})}
 	f.onPushed = func(*spider.Request, bool) {}
+	if o.Throttling != nil {
+		o.Throttling.attach(f)
+	}
 	return f, nil
 }
 
@@ -261,7 +267,7 @@ func (f *Frontier) PushUnique(ctx context.Context, now time.Time, req *spider.Re
 	onPushed := f.onPushed
 	f.mu.Unlock()
 	for i := range inits {
-		inits[i].params = f.gates.Initial(inits[i].scope).encode()
+		inits[i].params = encodeParams(f.gates.InitialParams(inits[i].scope))
 	}
 	p := push{body: body, notBefore: nb, done: func(id pqueue.ID) { onPushed(req, id == 0) }}
 	if filter {
@@ -311,7 +317,8 @@ func (f *Frontier) Ack(ctx context.Context, id pqueue.ID) error {
 	if shardOfID(id) >= f.l.shards {
 		return fmt.Errorf("ack %d: %w", id, pqueue.ErrUnknownID)
 	}
-	f.out.add(&op{kind: opAck, shard: shardOfID(id), ack: ack{id: id, class: f.leases.class(id)}})
+	classes, latency := f.leases.outcome(id)
+	f.out.add(&op{kind: opAck, shard: shardOfID(id), ack: ack{id: id, classes: classes, latency: latency}})
 	return nil
 }
 

@@ -23,13 +23,13 @@ var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 // fixedGates gives every scope the parameters of params (or def).
 type fixedGates struct {
 	mu        sync.Mutex
-	params    map[string]redisq.GateParams
-	def       redisq.GateParams
+	params    map[string]throttling.GateParams
+	def       throttling.GateParams
 	store     *redisq.Store
 	refreshed []string
 }
 
-func (g *fixedGates) Initial(scope string) redisq.GateParams {
+func (g *fixedGates) InitialParams(scope string) throttling.GateParams {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if p, ok := g.params[scope]; ok {
@@ -38,11 +38,11 @@ func (g *fixedGates) Initial(scope string) redisq.GateParams {
 	return g.def
 }
 
-func (g *fixedGates) Refresh(ctx context.Context, scope string) error {
+func (g *fixedGates) RefreshScope(ctx context.Context, scope string) error {
 	g.mu.Lock()
 	g.refreshed = append(g.refreshed, scope)
 	g.mu.Unlock()
-	p := g.Initial(scope)
+	p := g.InitialParams(scope)
 	p.ValidUntil = time.Time{}
 	return g.store.SetGate(ctx, scope, p)
 }
@@ -59,7 +59,7 @@ type world struct {
 	lease time.Duration
 }
 
-func newWorld(t *testing.T, shards int, def redisq.GateParams, params map[string]redisq.GateParams) *world {
+func newWorld(t *testing.T, shards int, def throttling.GateParams, params map[string]throttling.GateParams) *world {
 	w := &world{t: t, c: dial(t), l: layout(t, shards), clk: clock.NewFake(t0), lease: 30 * time.Second}
 	w.gates = &fixedGates{params: params, def: def}
 	w.gates.store = newStore(t, w.c, w.l, "gates")
@@ -146,7 +146,7 @@ func popAll(t *testing.T, f *redisq.Frontier, now time.Time) []*pqueue.Popped {
 }
 
 func TestFrontierConcurrencyAcrossWorkers(t *testing.T) {
-	w := newWorld(t, 1, redisq.GateParams{Concurrency: 2}, nil)
+	w := newWorld(t, 1, throttling.GateParams{Concurrency: 2}, nil)
 	a, b := w.worker("a", redisq.FrontierOptions{}), w.worker("b", redisq.FrontierOptions{})
 	for i := range 6 {
 		push(t, a, fmt.Sprintf("http://h.test/%d", i))
@@ -178,7 +178,7 @@ func TestFrontierConcurrencyAcrossWorkers(t *testing.T) {
 }
 
 func TestFrontierDelayUsesRedisClock(t *testing.T) {
-	w := newWorld(t, 1, redisq.GateParams{Delay: 2 * time.Second}, nil)
+	w := newWorld(t, 1, throttling.GateParams{Delay: 2 * time.Second}, nil)
 	a, b := w.worker("a", redisq.FrontierOptions{}), w.worker("b", redisq.FrontierOptions{})
 	for i := range 3 {
 		push(t, a, fmt.Sprintf("http://h.test/%d", i))
@@ -205,7 +205,7 @@ func TestFrontierDelayUsesRedisClock(t *testing.T) {
 }
 
 func TestFrontierDedupeAcrossWorkers(t *testing.T) {
-	w := newWorld(t, 1, redisq.GateParams{}, nil)
+	w := newWorld(t, 1, throttling.GateParams{}, nil)
 	a, b := w.worker("a", redisq.FrontierOptions{}), w.worker("b", redisq.FrontierOptions{})
 	var mu sync.Mutex
 	dups := 0
@@ -227,7 +227,7 @@ func TestFrontierDedupeAcrossWorkers(t *testing.T) {
 }
 
 func TestFrontierLeaseExpiryGivesBackRequestAndSlot(t *testing.T) {
-	w := newWorld(t, 1, redisq.GateParams{Concurrency: 1}, nil)
+	w := newWorld(t, 1, throttling.GateParams{Concurrency: 1}, nil)
 	a, b := w.worker("a", redisq.FrontierOptions{}), w.worker("b", redisq.FrontierOptions{})
 	push(t, a, "http://h.test/1")
 	push(t, a, "http://h.test/2")
@@ -261,7 +261,7 @@ func ids(ps []*pqueue.Popped) []pqueue.ID {
 }
 
 func TestFrontierCrossShardScopesRefused(t *testing.T) {
-	w := newWorld(t, 8, redisq.GateParams{}, nil)
+	w := newWorld(t, 8, throttling.GateParams{}, nil)
 	a := w.worker("a", redisq.FrontierOptions{})
 	// find two scopes in different shards
 	var x, y string
@@ -287,7 +287,7 @@ func TestFrontierCrossShardScopesRefused(t *testing.T) {
 }
 
 func TestFrontierStartRate(t *testing.T) {
-	w := newWorld(t, 1, redisq.GateParams{}, nil)
+	w := newWorld(t, 1, throttling.GateParams{}, nil)
 	a := w.worker("a", redisq.FrontierOptions{StartRate: 2, StartBurst: 1})
 	b := w.worker("b", redisq.FrontierOptions{StartRate: 2, StartBurst: 1})
 	for i := range 10 {
@@ -306,7 +306,7 @@ func TestFrontierStartRate(t *testing.T) {
 }
 
 func TestFrontierStaleGateRefreshed(t *testing.T) {
-	w := newWorld(t, 1, redisq.GateParams{ValidUntil: t0.Add(time.Second)}, nil)
+	w := newWorld(t, 1, throttling.GateParams{ValidUntil: t0.Add(time.Second)}, nil)
 	a := w.worker("a", redisq.FrontierOptions{})
 	push(t, a, "http://h.test/1")
 	push(t, a, "http://h.test/2")

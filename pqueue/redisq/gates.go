@@ -5,39 +5,34 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
-// GateParams are the parameters of a scope's gate, as the Lua scripts
-// read them: written by the scope's policy (in Go), read at every
-// admission (in Lua). They follow the throttling package's Policy/Gate
-// contract.
-type GateParams struct {
-	// Delay is the delay between sends, before jitter.
-	Delay time.Duration
-	// JitterLo and JitterHi are the jitter range in force: a send's jitter
-	// factor is 1 + uniform(JitterLo, JitterHi).
-	JitterLo, JitterHi float64
-	// Concurrency is the number of requests in flight allowed (0 =
-	// unlimited).
-	Concurrency int
-	// BlockedUntil is a hard minimum: nothing is sent before it.
-	BlockedUntil time.Time
-	// Quota is what the requests of one Window may consume (0 = none).
-	Quota  float64
-	Window time.Duration
-	// ValidUntil is when the policy's time-based state changes the
-	// parameters (zero: never by itself); from then on the gate is stale and
-	// the next admission asks the policy again.
-	ValidUntil time.Time
+// Gates is where the frontier gets the parameters of the scopes' gates
+// from: the scopes' policies (throttling.Policy, run in Go; the throttler
+// in shared mode implements it).
+type Gates interface {
+	// InitialParams returns the parameters of a scope in its configured
+	// state, written with the first request of a scope the job has never
+	// seen (if no worker has created its gate meanwhile).
+	InitialParams(scope string) throttling.GateParams
+	// RefreshScope brings scope's parameters up to date from its policy:
+	// its gate is missing, or stale (its ValidUntil has passed).
+	RefreshScope(ctx context.Context, scope string) error
 }
 
-// encode returns the "d,jl,jh,c,bu,q,w,vu" form the scripts read (times
-// in Unix milliseconds, 0 for none).
-func (p GateParams) encode() string {
+// encodeParams returns the "d,jl,jh,c,bu,q,w,vu" form the scripts read
+// (times in Unix milliseconds, 0 for none; a ValidUntil before 1970, which
+// a policy gives before its first tick, is stale at once).
+func encodeParams(p throttling.GateParams) string {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 	ms := func(t time.Time) string {
 		if t.IsZero() {
 			return "0"
+		}
+		if t.UnixMicro() < 1000 {
+			return "1"
 		}
 		return msString(t)
 	}
@@ -47,40 +42,52 @@ func (p GateParams) encode() string {
 	}, ",")
 }
 
-// GateState is a gate's state and counters, as the scripts keep them (the
-// policy reads them to measure rates).
-type GateState struct {
-	Active      int
-	LastSent    time.Time
-	JitterF     float64
-	QuotaUsed   float64
-	WindowStart time.Time
-	// Sends counts every recorded send; OK, Refused (backoff triggers) and
-	// Other count outcomes by class.
-	Sends, OK, Refused, Other int64
-	// RateStart starts the current one-second bucket of sends; RateCur and
-	// RatePrev count the sends of this bucket and of the one before.
-	RateStart         time.Time
-	RateCur, RatePrev int64
+// decodeParams reads the parameters of a gate hash.
+func decodeParams(v map[string]string) throttling.GateParams {
+	n := func(k string) float64 { x, _ := strconv.ParseFloat(v[k], 64); return x }
+	t := func(k string) time.Time {
+		if x := n(k); x > 1 {
+			return msTime(x)
+		}
+		return time.Time{}
+	}
+	return throttling.GateParams{Delay: msDuration(n("d")), JitterLo: n("jl"), JitterHi: n("jh"), Concurrency: int(n("c")),
+		BlockedUntil: t("bu"), Quota: n("q"), Window: msDuration(n("w")), ValidUntil: t("vu")}
 }
 
-// Gates is where the frontier gets gate parameters from: the throttling
-// policies of the scopes (the throttling package's Policy, run in Go and
-// kept in Redis by the Throttling backend of this package).
-type Gates interface {
-	// Initial returns the parameters of a scope in its configured state,
-	// written with the first request of a scope the job has never seen (if
-	// another worker has not created its gate meanwhile).
-	Initial(scope string) GateParams
-	// Refresh brings scope's parameters up to date from its policy: its
-	// gate is missing, or stale (its ValidUntil has passed).
-	Refresh(ctx context.Context, scope string) error
+// decodeState reads the state and counters of a gate hash.
+func decodeState(v map[string]string) throttling.GateState {
+	n := func(k string) float64 { x, _ := strconv.ParseFloat(v[k], 64); return x }
+	i := func(k string) int64 { return int64(n(k)) }
+	t := func(k string) time.Time {
+		if x := n(k); x > 0 {
+			return msTime(x)
+		}
+		return time.Time{}
+	}
+	s := throttling.GateState{Active: int(i("a")), LastSent: t("ls"), JitterF: n("jf"), QuotaUsed: n("qu"), WindowStart: t("ws"),
+		Sends: i("ns"), OK: i("ok"), Refused: i("rf"), Other: i("ot"), LatencySum: msDuration(n("lsum")), LatencyN: i("ln"),
+		InFlightSeconds: n("ifs"), FullSeconds: n("fs"), AreaAt: t("aa"), BucketStart: t("bs"),
+		BucketSends: int(i("bc")), PrevBucketSends: int(i("bp"))}
+	if _, ok := v["jf"]; !ok {
+		s.JitterF = 1
+	}
+	return s
 }
 
-// Outcome classes counted by the gates.
-const (
-	ClassNone    = ""   // not downloaded, or a lease given up
-	ClassOK      = "ok" // a response that is not a backoff trigger
-	ClassRefused = "rf" // a backoff trigger (429, 503, a network error...)
-	ClassOther   = "ot" // anything else (a download error that is not a trigger)
-)
+// classLetters encodes a request's outcome per scope for the scripts: one
+// letter per scope, in the order of its scopes.
+func classLetters(classes []throttling.OutcomeClass) string {
+	b := make([]byte, len(classes))
+	for i, c := range classes {
+		switch c {
+		case throttling.OutcomeOK:
+			b[i] = 'o'
+		case throttling.OutcomeRefused:
+			b[i] = 'r'
+		default:
+			b[i] = 't'
+		}
+	}
+	return string(b)
+}

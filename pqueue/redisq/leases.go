@@ -18,8 +18,10 @@ type lease struct {
 	id        pqueue.ID
 	sentAt    int64 // UnixNano in the local clock, unique in the process
 	admission bool
-	class     string // outcome class, set by the throttler when the download ends
-	lost      bool   // another worker took it back (renewal failed)
+	classes   string  // outcome per scope, set by the throttler when the download ends
+	latency   float64 // ms
+	released  bool    // its slots were freed already (the throttler released it)
+	lost      bool    // another worker took it back (renewal failed)
 }
 
 // leases is the set of reservations held by this process, by ID and by
@@ -57,27 +59,29 @@ func (ls *leases) bySentAt(t time.Time) *lease {
 	return ls.bySent[t.UnixNano()]
 }
 
-// setClass records the outcome class of the reservation sent at t and
-// reports whether it is an admission lease (to release now) and its ID.
-func (ls *leases) setClass(t time.Time, class string) (id pqueue.ID, admission, ok bool) {
+// setOutcome records how the request sent at t ended (for its
+// acknowledgement) and returns its reservation, nil if unknown.
+func (ls *leases) setOutcome(t time.Time, classes string, latency float64, released bool) *lease {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := ls.bySent[t.UnixNano()]
 	if l == nil {
-		return 0, false, false
+		return nil
 	}
-	l.class = class
-	return l.id, l.admission, true
+	l.classes, l.latency = classes, latency
+	l.released = l.released || released
+	c := *l
+	return &c
 }
 
-// class returns the outcome class recorded for id.
-func (ls *leases) class(id pqueue.ID) string {
+// outcome returns what the acknowledgement of id must count.
+func (ls *leases) outcome(id pqueue.ID) (string, float64) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if l := ls.byID[id]; l != nil {
-		return l.class
+		return l.classes, l.latency
 	}
-	return ClassNone
+	return "", 0
 }
 
 // remove forgets the reservations whose acknowledgement was stored.

@@ -76,11 +76,7 @@ func (f *Frontier) wait(now time.Time) time.Duration {
 // popShard runs the pop script on shard k, refreshing stale gates (at
 // most a few times: then it gives up until the next call).
 func (f *Frontier) popShard(ctx context.Context, k int, now time.Time) (*pqueue.Popped, error) {
-	rate, burst := 0.0, 0.0
-	if f.o.StartRate > 0 {
-		rate = f.o.StartRate / float64(f.l.shards)
-		burst = max(1, float64(max(f.o.StartBurst, 1))/float64(f.l.shards))
-	}
+	rate, burst := f.startRate()
 	f.mu.Lock()
 	gen := f.gens[k]
 	f.mu.Unlock()
@@ -100,7 +96,7 @@ func (f *Frontier) popShard(ctx context.Context, k int, now time.Time) (*pqueue.
 		f.setCounts(k, r.counts)
 		if len(r.stale) > 0 && attempt < 3 {
 			for _, s := range r.stale {
-				if err := f.gates.Refresh(ctx, s); err != nil {
+				if err := f.gates.RefreshScope(ctx, s); err != nil {
 					return nil, fmt.Errorf("refreshing the gate of scope %q: %w", s, err)
 				}
 			}
@@ -114,6 +110,16 @@ func (f *Frontier) popShard(ctx context.Context, k int, now time.Time) (*pqueue.
 		}
 		return f.popped(r.jobs[0], local)
 	}
+}
+
+// startRate returns each shard's share of MAX_STARTS_PER_SECOND and
+// MAX_STARTS_BURST (at least one token).
+func (f *Frontier) startRate() (rate, burst float64) {
+	if f.o.StartRate <= 0 {
+		return 0, 0
+	}
+	n := float64(f.l.shards)
+	return f.o.StartRate / n, max(1, float64(max(f.o.StartBurst, 1))/n)
 }
 
 // setHint records when shard k is worth asking again after a pop reply;

@@ -35,6 +35,7 @@ var (
 	scriptPWrite  = load("pwrite")
 	scriptSeen    = load("seen")
 	scriptForget  = load("forget")
+	scriptRelease = load("release")
 )
 
 func load(name string) script {
@@ -51,7 +52,7 @@ func load(name string) script {
 }
 
 var allScripts = []script{scriptApply, scriptPop, scriptAdmit, scriptRenew, scriptReserve, scriptPromote,
-	scriptReclaim, scriptCounts, scriptPRead, scriptPWrite, scriptSeen, scriptForget}
+	scriptReclaim, scriptCounts, scriptPRead, scriptPWrite, scriptSeen, scriptForget, scriptRelease}
 
 // ScriptName returns the name of the script whose SHA1 is sha ("pop",
 // "apply", ...), or "" for another. Round-trip accounting uses it to

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/gocrawl/gocrawl/pqueue"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
 // DefaultLeaseTTL is how long a reservation lasts without being renewed.
@@ -356,10 +357,10 @@ func msDuration(ms float64) time.Duration {
 }
 
 // SetGate writes the parameters of scope's gate directly, without its
-// policy (tests, tools). The throttling backend writes them through the
-// scope's policy instead.
-func (s *Store) SetGate(ctx context.Context, scope string, p GateParams) error {
-	vals := strings.Split(p.encode(), ",")
+// policy (tests, tools). The throttler writes them through the scope's
+// policy instead (Throttling.Update).
+func (s *Store) SetGate(ctx context.Context, scope string, p throttling.GateParams) error {
+	vals := strings.Split(encodeParams(p), ",")
 	names := []string{"d", "jl", "jh", "c", "bu", "q", "w", "vu"}
 	args := make([]any, 0, 2*len(names))
 	for i, n := range names {
@@ -367,4 +368,14 @@ func (s *Store) SetGate(ctx context.Context, scope string, p GateParams) error {
 	}
 	k := s.l.ShardOf(scope)
 	return s.c.HSet(ctx, s.l.ShardKey(k, "s:"+scope), args...).Err()
+}
+
+// Gate returns the parameters and state of scope's gate, and whether it
+// exists.
+func (s *Store) Gate(ctx context.Context, scope string) (throttling.Gate, bool, error) {
+	v, err := s.c.HGetAll(ctx, s.l.ShardKey(s.l.ShardOf(scope), "s:"+scope)).Result()
+	if err != nil || len(v) == 0 {
+		return throttling.Gate{}, false, err
+	}
+	return throttling.Gate{Params: decodeParams(v), State: decodeState(v)}, true, nil
 }

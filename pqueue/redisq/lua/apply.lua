@@ -12,7 +12,8 @@
 --   push:  fingerprint ('' = not filtered), not-before, body
 --          not-before: '' = none, '+MS' = MS after now, '@MS' = at MS (a
 --          request with a not-before waits in the delayed set)
---   ack:   ID (8 bytes), outcome class (ok, rf, ot or '')
+--   ack:   ID (8 bytes), outcome classes (one letter per scope: o ok, r
+--          refused, t other, - none), latency ms
 --   nack:  ID
 --   stats: name, delta
 -- Returns {IDs given to the requests ('' for a duplicate), acks of unknown IDs,
@@ -51,13 +52,11 @@ end
 
 local unknown = 0
 for _ = 1, nAck do
-  local flags, owner, m = unreserve(ARGV[i])
-  if flags then release(flags, m, ARGV[i + 1], true, now) else unknown = unknown + 1 end
-  i = i + 2
+  if not finish(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), true, now) then unknown = unknown + 1 end
+  i = i + 3
 end
 for _ = 1, nNack do
-  local flags, owner, m = unreserve(ARGV[i])
-  if flags then release(flags, m, '', false, now) else unknown = unknown + 1 end
+  if not finish(ARGV[i], '', 0, false, now) then unknown = unknown + 1 end
   i = i + 1
 end
 for _ = 1, nStats do

@@ -120,17 +120,21 @@ local function promote(now, limit)
   return due
 end
 
--- Gates. The admission state of scope s lives in the hash P..s:s. The
--- parameters are written by the Go policy (pwrite, or the first push of
+-- Gates: throttling.Gate (gate.go, quota.go) in Lua, field for field.
+-- The admission state of scope s lives in the hash P..s:s. The parameters
+-- are written by the scope's policy in Go (pwrite, or the first push of
 -- the scope): d delay ms, jl/jh jitter range, c concurrency (0 =
--- unlimited), bu blocked until (ms), q quota, w quota window (ms), vu the
--- time the parameters go stale (0 = never). The state is written only
--- here: a in flight, ls last send (ms), jf jitter factor of the gap after
+-- unlimited), bu blocked until (ms), q quota, w quota window (ms), vu when
+-- they go stale (0 = never). The state is written only by the operations
+-- below: a in flight, ls last send (ms), jf jitter factor of the gap after
 -- it, qu quota used, ws quota window start; and the counters the policy
--- reads: ns sends, ok / rf (refused: backoff triggers) / ot outcomes, and
--- the sends of the current and previous one-second buckets (rs start,
--- rc, rp).
-local GF = {'d', 'jl', 'jh', 'c', 'bu', 'q', 'w', 'vu', 'a', 'ls', 'jf', 'qu', 'ws'}
+-- reads, which only grow: ns sends, ok / rf (refused: backoff triggers) /
+-- ot completions, lsum / ln latency sum (ms) and count of ok completions,
+-- ifs request-seconds in flight and fs seconds with every slot taken (up
+-- to aa), bs / bc / bp the current one-second bucket of sends, its sends
+-- and those of the bucket before. The policy's own state is the JSON in
+-- p, versioned by pv (pread, pwrite).
+local GF = {'d', 'jl', 'jh', 'c', 'bu', 'q', 'w', 'vu', 'a', 'ls', 'jf', 'qu', 'ws', 'ifs', 'fs', 'aa', 'bs', 'bc'}
 
 local function gkey(s) return P .. 's:' .. s end
 
@@ -145,9 +149,12 @@ end
 
 local function stale(g, now) return g == nil or (g.vu > 0 and g.vu <= now) end
 
--- can_send is the contract's CanSend: SLOT when the concurrency is used
--- up, else the wait in ms (0 = now): the largest of the hard minimum, the
--- jittered delay after the last send and the quota window's end.
+local function quota_open(g, now) return g.q > 0 and g.ws > 0 and now < g.ws + g.w end
+
+-- can_send is Gate.CanSend (CanSendWithoutSlot with noSlot): SLOT when
+-- the concurrency is used up, else the wait in ms (0 = now): the latest
+-- of the hard minimum, the jittered delay after the last send and the end
+-- of a quota window the amount does not fit in.
 local function can_send(g, now, amount, noSlot)
   if not noSlot and g.c > 0 and g.a >= g.c then return SLOT end
   local w = 0
@@ -156,37 +163,53 @@ local function can_send(g, now, amount, noSlot)
     local nx = g.ls + g.d * g.jf
     if nx - now > w then w = nx - now end
   end
-  if g.q > 0 and g.ws > 0 and now < g.ws + g.w and g.qu > 0 and g.qu + amount > g.q then
+  if quota_open(g, now) and g.qu > 0 and g.qu + amount > g.q then
     if g.ws + g.w - now > w then w = g.ws + g.w - now end
   end
   return w
 end
 
--- record_sent is the contract's RecordSent with u uniform in [0, 1).
-local function record_sent(s, g, now, amount, u)
-  local jf = 1
-  if g.jl ~= 0 or g.jh ~= 0 then
-    jf = 1 + g.jl + u * (g.jh - g.jl)
-    if jf < 0 then jf = 0 end
+-- advance is Gate.advance: the in-flight integrals up to now, as fields
+-- to write.
+local function advance(g, now, f)
+  if g.aa > 0 and now > g.aa then
+    local dt = (now - g.aa) / 1000
+    table.insert(f, 'ifs'); table.insert(f, num(g.ifs + g.a * dt))
+    if g.c > 0 and g.a >= g.c then
+      table.insert(f, 'fs'); table.insert(f, num(g.fs + dt))
+    end
   end
+  if g.aa == 0 or now > g.aa then
+    table.insert(f, 'aa'); table.insert(f, num(now))
+  end
+end
+
+-- record_sent is Gate.RecordSent with u uniform in [0, 1) drawn by the
+-- caller.
+local function record_sent(s, g, now, amount, u)
   local k = gkey(s)
-  local rs = tonumber(redis.call('HGET', k, 'rs')) or 0
-  local f = {'a', num(g.a + 1), 'ls', num(now), 'jf', num(jf)}
-  if rs == 0 or now - rs >= 2000 then
-    table.insert(f, 'rs'); table.insert(f, num(now))
-    table.insert(f, 'rp'); table.insert(f, '0')
-    table.insert(f, 'rc'); table.insert(f, '1')
-  elseif now - rs >= 1000 then
-    local rc = redis.call('HGET', k, 'rc') or '0'
-    table.insert(f, 'rs'); table.insert(f, num(rs + 1000))
-    table.insert(f, 'rp'); table.insert(f, rc)
-    table.insert(f, 'rc'); table.insert(f, '1')
+  local f = {}
+  advance(g, now, f)
+  local jf = 1 + g.jl + u * (g.jh - g.jl)
+  if jf < 0 then jf = 0 end
+  table.insert(f, 'a'); table.insert(f, num(g.a + 1))
+  table.insert(f, 'ls'); table.insert(f, num(now))
+  table.insert(f, 'jf'); table.insert(f, num(jf))
+  -- rollBucket, then one more send in the current bucket
+  if g.bs == 0 or now - g.bs >= 2000 then
+    table.insert(f, 'bs'); table.insert(f, num(now))
+    table.insert(f, 'bp'); table.insert(f, '0')
+    table.insert(f, 'bc'); table.insert(f, '1')
+  elseif now - g.bs >= 1000 then
+    table.insert(f, 'bs'); table.insert(f, num(g.bs + 1000))
+    table.insert(f, 'bp'); table.insert(f, num(g.bc))
+    table.insert(f, 'bc'); table.insert(f, '1')
   else
-    redis.call('HINCRBY', k, 'rc', 1)
+    table.insert(f, 'bc'); table.insert(f, num(g.bc + 1))
   end
   if g.q > 0 then
     local ws, qu = g.ws, g.qu
-    if ws == 0 or now >= ws + g.w then ws, qu = now, 0 end
+    if not quota_open(g, now) then ws, qu = now, 0 end
     table.insert(f, 'ws'); table.insert(f, num(ws))
     table.insert(f, 'qu'); table.insert(f, num(qu + amount))
     g.ws, g.qu = ws, qu + amount
@@ -197,6 +220,13 @@ local function record_sent(s, g, now, amount, u)
 end
 
 local woke = 0 -- groups moved from a parking to the ready set by this call
+
+-- notify tells the workers that groups became ready (they subscribe to
+-- P..wake and try this shard again at once rather than at their next
+-- poll).
+local function notify()
+  if woke > 0 then redis.call('PUBLISH', P .. 'wake', '1') end
+end
 
 -- wake offers the free slots of scope s to the groups parked on it, best
 -- first: one group per free slot moves to the ready set.
@@ -214,21 +244,45 @@ local function wake(s)
   end
 end
 
--- notify tells the workers that groups became ready (they subscribe to
--- P..wake and try this shard again at once rather than at their next
--- poll).
-local function notify()
-  if woke > 0 then redis.call('PUBLISH', P .. 'wake', '1') end
+-- record_done is Gate.RecordDone: one slot of s is free again, and the
+-- completion is counted by class ('o' ok, with its latency in ms; 'r'
+-- refused; 't' other; '' not counted: a lease given up).
+local function record_done(s, class, latency, now)
+  local g = gate_load(s)
+  if g == nil then return end
+  local k = gkey(s)
+  local f = {}
+  advance(g, now, f)
+  if g.a > 0 then table.insert(f, 'a'); table.insert(f, num(g.a - 1)) end
+  if #f > 0 then redis.call('HSET', k, unpack(f)) end
+  if class == 'o' then
+    redis.call('HINCRBY', k, 'ok', 1)
+    if latency > 0 then
+      redis.call('HINCRBYFLOAT', k, 'lsum', num(latency))
+      redis.call('HINCRBY', k, 'ln', 1)
+    end
+  elseif class == 'r' then
+    redis.call('HINCRBY', k, 'rf', 1)
+  elseif class == 't' then
+    redis.call('HINCRBY', k, 'ot', 1)
+  end
+  wake(s)
 end
 
--- record_done is the contract's RecordDone: one slot of s is free again,
--- and the outcome (ok, rf, ot; '' for none) is counted.
-local function record_done(s, class)
-  local k = gkey(s)
-  local a = tonumber(redis.call('HGET', k, 'a')) or 0
-  if a > 0 then redis.call('HSET', k, 'a', a - 1) end
-  if class ~= '' then redis.call('HINCRBY', k, class, 1) end
-  wake(s)
+-- reconcile is Gate.Reconcile: the quota used in the current window,
+-- corrected by a delta (consumed) or from what the server says is left
+-- (remaining, which wins); '' for an absent value.
+local function reconcile(s, consumed, remaining, now)
+  local g = gate_load(s)
+  if g == nil or g.q <= 0 or (consumed == '' and remaining == '') then return end
+  local ws, qu = g.ws, g.qu
+  if not quota_open(g, now) then ws, qu = now, 0 end
+  if remaining ~= '' then
+    qu = math.max(0, g.q - tonumber(remaining))
+  else
+    qu = math.max(0, qu + tonumber(consumed))
+  end
+  redis.call('HSET', gkey(s), 'ws', num(ws), 'qu', num(qu))
 end
 
 -- set_params writes gate parameters "d,jl,jh,c,bu,q,w,vu" to scope s.
@@ -265,26 +319,46 @@ local function unreserve(id8)
   return flags, owner, string.sub(v, 3 + n)
 end
 
--- release frees the scope slots of a reservation (flag 1) with outcome
--- class, and puts its entry back in line unless done (acknowledged) or
--- an admission lease.
-local function release(flags, m, class, done, now)
+-- release_slots frees the scope slots of reservation id8 if it still
+-- holds them (flag 1), counting the completion in each scope's gate:
+-- classes has one letter per scope of the entry, in its order ('o', 'r',
+-- 't'; a missing or '-' letter counts nothing). Returns the reservation's
+-- flags, owner and member, or nil when id8 is not reserved.
+local function release_slots(id8, classes, latency, now)
+  local v = redis.call('HGET', P .. 'r', id8)
+  if not v then return nil end
+  local flags, n = string.byte(v, 1, 2)
+  local owner = string.sub(v, 3, 2 + n)
+  local m = string.sub(v, 3 + n)
   if flags % 2 == 1 then
     local _, names = decode(m)
-    for _, s in ipairs(names) do record_done(s, class) end
+    for i, s in ipairs(names) do
+      local c = string.sub(classes, i, i)
+      if c == '-' then c = '' end
+      record_done(s, c, latency, now)
+    end
+    flags = flags - 1
+    redis.call('HSET', P .. 'r', id8, string.char(flags, n) .. owner .. m)
   end
+  return flags, owner, m
+end
+
+-- finish forgets reservation id8 after releasing its slots; unless done
+-- (acknowledged) or an admission lease (flag 2), its entry goes back in
+-- line. It returns false when id8 is not reserved.
+local function finish(id8, classes, latency, done, now)
+  local flags = release_slots(id8, classes, latency, now)
+  if not flags then return false end
+  local _, owner, m = unreserve(id8)
   if not done and math.floor(flags / 2) % 2 == 0 then enqueue(m) end
+  return true
 end
 
 -- reclaim puts back up to limit reservations whose lease expired.
 local function reclaim(now, limit)
   local ids = redis.call('ZRANGEBYSCORE', P .. 'l', '-inf', num(now), 'LIMIT', 0, limit)
   for _, id8 in ipairs(ids) do
-    local flags, owner, m = unreserve(id8)
-    if flags then
-      release(flags, m, '', false, now)
-      bump('reclaimed', 1)
-    end
+    if finish(id8, '', 0, false, now) then bump('reclaimed', 1) end
   end
   return #ids
 end

@@ -7,8 +7,7 @@ for _, id8 in ipairs(redis.call('HKEYS', P .. 'r')) do
   local v = redis.call('HGET', P .. 'r', id8)
   local len = string.byte(v, 2)
   if string.sub(v, 3, 2 + len) == ARGV[1] then
-    local flags, owner, m = unreserve(id8)
-    release(flags, m, '', false, now)
+    finish(id8, '', 0, false, now)
     n = n + 1
   end
 end
