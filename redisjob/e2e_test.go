@@ -107,7 +107,7 @@ func (p *proc) wait(t *testing.T, d time.Duration) int {
 // crawled by three workers one of which is killed mid-crawl, and by one
 // process alone for the wall-time comparison.
 type e2e struct {
-	pages  int                // per host
+	pages  int                  // per host
 	strict *simsite.LimitConfig // host b answers 429 + Retry-After beyond it
 }
 
@@ -226,8 +226,6 @@ func shortGaps(rs simsite.Records, d time.Duration) (int, int) {
 	}
 	return short, max(len(starts)-1, 0)
 }
-
-
 
 // gapQuantile is the q-quantile of the gaps between consecutive starts.
 func gapQuantile(rs simsite.Records, q float64) time.Duration {

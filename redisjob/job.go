@@ -87,12 +87,12 @@ var _ engine.Shared = (*Job)(nil)
 
 // Metadata is the job's identity record (PREFIX:{JOB}:meta).
 type Metadata struct {
-	Version   int
-	Spider    string
-	Created   time.Time
-	Shards    int
-	Dupefilter string // "set" or "bloom"
-	BloomBits  uint64
+	Version     int
+	Spider      string
+	Created     time.Time
+	Shards      int
+	Dupefilter  string // "set" or "bloom"
+	BloomBits   uint64
 	BloomHashes int
 }
 
