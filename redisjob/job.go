@@ -40,6 +40,10 @@ import (
 	"github.com/gocrawl/gocrawl/throttling"
 )
 
+// testHooks are added to the connections Open makes (tests count round
+// trips with them).
+var testHooks []redis.Hook
+
 // FormatVersion is the version of the job's key layout and record
 // formats. A job written with another version is refused.
 const FormatVersion = 1
@@ -119,6 +123,11 @@ func Open(ctx context.Context, s *settings.Settings, sp spider.Spider, log zerol
 		name = sp.Name()
 	}
 	c, err := redisq.Dial(ctx, url, redisq.DialOptions{})
+	if err == nil {
+		for _, h := range testHooks {
+			c.AddHook(h)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, redisq.ErrUnreachable) {
 			return nil, bad("cannot reach Redis at %s (REDIS_URL): %v", redisq.Addr(url), err)
@@ -188,9 +197,9 @@ func (j *Job) join(ctx context.Context, name string) error {
 	if shards == 0 {
 		shards = 1
 		if cc, ok := j.c.(*redis.ClusterClient); ok {
-			masters := 0
-			_ = cc.ForEachMaster(ctx, func(context.Context, *redis.Client) error { masters++; return nil })
-			shards = 3 * max(masters, 1)
+			var masters atomic.Int64
+			_ = cc.ForEachMaster(ctx, func(context.Context, *redis.Client) error { masters.Add(1); return nil })
+			shards = 3 * max(int(masters.Load()), 1)
 		}
 	}
 	if shards > redisq.MaxShards {

@@ -3,6 +3,8 @@ package redisjob
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -30,9 +32,14 @@ import (
 // requests from the beginning (the frontier drops those already stored as
 // duplicates).
 
+// ErrJobLost is the kind of error that stops a worker whose job vanished
+// from Redis.
+var ErrJobLost = errors.New("distributed job lost")
+
 var heartbeatScript = redis.NewScript(`
-local workers, info, seed = KEYS[1], KEYS[2], KEYS[3]
+local workers, info, seed, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local w, ttl, want = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+if redis.call('EXISTS', meta) == 0 then return 'gone' end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', workers, string.format('%d', now + ttl), w)
@@ -84,12 +91,19 @@ func (j *Job) heartbeat(ctx context.Context) error {
 	if !j.seedDone.Load() {
 		want = "1"
 	}
-	keys := []string{j.l.JobKey("workers"), j.l.JobKey("winfo"), j.l.JobKey("seed")}
+	keys := []string{j.l.JobKey("workers"), j.l.JobKey("winfo"), j.l.JobKey("seed"), j.l.JobKey("meta")}
 	v, err := heartbeatScript.Run(ctx, j.c, keys, j.worker, j.lease.Milliseconds(), want, string(info)).Text()
 	if err != nil {
 		return err
 	}
 	switch v {
+	case "gone":
+		err := fmt.Errorf("%w: job %s is gone from Redis at %s (Redis restarted without persistence, or the job was deleted): "+
+			"its frontier is lost; delete what is left and start the job again", ErrJobLost, j.l.Job(), j.addr())
+		if f := j.front(); f != nil {
+			f.Fail(err)
+		}
+		return err
 	case "done":
 		j.seedDone.Store(true)
 		j.seeding.Store(false)

@@ -133,3 +133,13 @@ func isUnavailable(err error) bool {
 	}
 	return true // net errors, io.EOF, pool timeouts, closed connections
 }
+
+func init() {
+	// go-redis logs connection failures on the standard logger; gocrawl
+	// reports them itself (with the address, and what it does about it).
+	redis.SetLogger(quietLogger{})
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}

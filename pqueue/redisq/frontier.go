@@ -449,6 +449,10 @@ func (f *Frontier) Err() error {
 	return f.fatal
 }
 
+// Fail stops the frontier with err: Pop returns it from now on (the crawl
+// stops, exit status 1). The job uses it when its state vanished.
+func (f *Frontier) Fail(err error) { f.setFatal(err) }
+
 func (f *Frontier) setFatal(err error) {
 	f.unavailMu.Lock()
 	if f.fatal == nil {
