@@ -24,6 +24,7 @@ func (t *Throttler) SetRobotsDelay(scope string, crawlDelay time.Duration) bool 
 		t.mu.Lock()
 		prev, ok := t.robots[scope]
 		t.robots[scope] = d
+		t.boundRobotsLocked(scope)
 		t.warnRobotsLocked(t.cfg.Scope(scope), d, crawlDelay)
 		t.mu.Unlock()
 		if !ok || prev != d {

@@ -74,6 +74,17 @@ func (s *Set) Add(ctx context.Context, fp dupefilter.Fingerprint) (bool, error) 
 	return n == 1, err
 }
 
+// AddAll records many fingerprints in one pipelined round trip (per
+// node): for bulk loading, when which were seen does not matter.
+func (s *Set) AddAll(ctx context.Context, fps []dupefilter.Fingerprint) error {
+	mode, bits, hashes := s.dd.args()
+	calls := make([]*call, len(fps))
+	for i, fp := range fps {
+		calls[i] = &call{s: scriptSeen, k: s.shard(fp), args: []any{mode, bits, hashes, string(fp[:])}}
+	}
+	return runCalls(ctx, s.c, s.l, calls)
+}
+
 // Forget implements dupefilter.Forgetter. A Bloom filter cannot forget:
 // the fingerprint stays.
 func (s *Set) Forget(ctx context.Context, fp dupefilter.Fingerprint) error {

@@ -101,11 +101,16 @@ local function to_ready(g, loc)
   redis.call('ZADD', P .. 'ready', num(gscore(g, h[2])), g)
 end
 
--- enqueue puts a member (ID + body) into its sub-queue.
+-- enqueue puts a member (ID + body) into its sub-queue. The group is
+-- filed again only when it is new or the member is its new head (a group
+-- waiting until a time keeps waiting).
 local function enqueue(m)
   local prio, _, _, g = decode(m)
-  redis.call('ZADD', P .. 'q:' .. g, num(-prio), m)
+  local q = P .. 'q:' .. g
+  redis.call('ZADD', q, num(-prio), m)
   bump('w', 1)
+  local loc = redis.call('HGET', P .. 'gl', g)
+  if loc == 't' or (loc and redis.call('ZRANK', q, m) ~= 0) then return end
   refile(g)
 end
 
