@@ -176,6 +176,9 @@ func (l *loopState) wantStarts() bool {
 // something happens).
 func (l *loopState) startRequests() (wake time.Duration) {
 	e := l.e
+	if b, ok := e.sched.(scheduler.Batcher); ok && !e.starts.Limits() {
+		return l.startBatches(b)
+	}
 	for l.canStart() {
 		now := e.clock.Now()
 		if w := e.starts.Wait(now); w > 0 {
@@ -198,6 +201,39 @@ func (l *loopState) startRequests() (wake time.Duration) {
 		l.active++
 		e.stats.Max("engine/peak_inflight", float64(l.inflight))
 		l.dispatch(job)
+	}
+	return 0
+}
+
+// startBatches is startRequests for a scheduler that hands out several
+// jobs per call (a shared frontier, where each call is a round trip): it
+// asks for as many as there are free slots.
+func (l *loopState) startBatches(b scheduler.Batcher) time.Duration {
+	e := l.e
+	for l.canStart() {
+		n := 64
+		if e.maxInflight > 0 {
+			n = min(n, e.maxInflight-l.inflight)
+		}
+		if l.maxActive > 0 {
+			n = min(n, l.maxActive-l.active)
+		}
+		jobs, w, err := b.NextN(l.ctx, e.clock.Now(), max(n, 1))
+		if err != nil {
+			e.log.Error().Err(err).Msg("scheduler failed; stopping the crawl")
+			e.stats.Inc("scheduler/errors", 1)
+			e.Stop("scheduler_error")
+			return 0
+		}
+		if len(jobs) == 0 {
+			return w
+		}
+		for _, job := range jobs {
+			l.inflight++
+			l.active++
+			e.stats.Max("engine/peak_inflight", float64(l.inflight))
+			l.dispatch(job)
+		}
 	}
 	return 0
 }

@@ -66,6 +66,17 @@ type Deduplicator interface {
 	OnPushed(fn func(req *spider.Request, duplicate bool))
 }
 
+// BatchPopper is implemented by priority queues that can hand out several
+// requests in one call: a queue whose every Pop is a round trip to shared
+// storage (the Redis frontier) saves round trips when several slots are
+// free at once. Every request returned is admitted at the call and must be
+// started at once, like Pop's.
+type BatchPopper interface {
+	// PopN is Pop for up to n requests (n >= 1); with none ready it
+	// returns how long to wait, as Pop does.
+	PopN(ctx context.Context, now time.Time, n int) ([]*Popped, time.Duration, error)
+}
+
 // Popped is a request taken out of a PriorityQueue.
 type Popped struct {
 	// ID is the entry's ID, for Ack and Nack.

@@ -54,7 +54,7 @@ type proc struct {
 }
 
 // start runs gocrawl with args in dir.
-func start(t *testing.T, name, dir string, args ...string) *proc {
+func start(t testing.TB, name, dir string, args ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, cmd: exec.Command(binary, args...), done: make(chan struct{})}
 	p.cmd.Dir = dir
@@ -89,7 +89,7 @@ func start(t *testing.T, name, dir string, args ...string) *proc {
 }
 
 // wait waits for p to exit (at most d) and returns its status.
-func (p *proc) wait(t *testing.T, d time.Duration) int {
+func (p *proc) wait(t testing.TB, d time.Duration) int {
 	t.Helper()
 	select {
 	case <-p.done:
@@ -131,7 +131,7 @@ func (e e2e) settings(extra ...string) []string {
 	return args
 }
 
-func (e e2e) site(t *testing.T) *simsite.Server {
+func (e e2e) site(t testing.TB) *simsite.Server {
 	t.Helper()
 	hosts := []simsite.HostConfig{
 		{Name: "a", Seed: 1, Pages: simsite.PagesConfig{Count: e.pages}},
@@ -167,7 +167,7 @@ func (e e2e) site(t *testing.T) *simsite.Server {
 // the others' sends gives gaps of a third of the delay) fails both; the
 // smallest gap is logged, and measured on a quiet machine by
 // BenchmarkEndToEnd. Concurrency and Retry-After are checked exactly.
-func (e e2e) check(t *testing.T, label string, srv *simsite.Server, recs simsite.Records, strict bool) int {
+func (e e2e) check(t testing.TB, label string, srv *simsite.Server, recs simsite.Records, strict bool) int {
 	t.Helper()
 	dups := 0
 	for _, h := range srv.Hosts() {
@@ -264,7 +264,7 @@ var jobSeq atomic.Int64
 // run runs the scenario: one process alone, then three workers of which
 // the second is killed once 40 % of the pages are fetched, at a moment it
 // holds a request.
-func (e e2e) run(t *testing.T) {
+func (e e2e) run(t testing.TB) {
 	srv := e.site(t)
 	rs := redistest.Shared(t)
 	dir := t.TempDir()
@@ -328,7 +328,7 @@ func (e e2e) run(t *testing.T) {
 
 // heldBy returns how many requests worker holds in job (its leases in
 // Redis, still there right after it was killed).
-func heldBy(t *testing.T, c redis.UniversalClient, job, worker string) int {
+func heldBy(t testing.TB, c redis.UniversalClient, job, worker string) int {
 	t.Helper()
 	ctx := context.Background()
 	l, err := redisq.NewLayout("gocrawl", job, 1)

@@ -70,7 +70,7 @@ func crawl(t *testing.T, s *settings.Settings, sp spider.Spider) (*engine.Result
 	return res, j
 }
 
-func site(t *testing.T, hosts, pages int) *simsite.Server {
+func site(t testing.TB, hosts, pages int) *simsite.Server {
 	t.Helper()
 	cfg := simsite.Config{}
 	for i := range hosts {

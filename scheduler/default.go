@@ -75,7 +75,30 @@ func newScheduler(d Deps, gated bool) (Scheduler, error) {
 		s.dedup = dd
 		dd.OnPushed(s.pushed)
 	}
+	if bp, ok := q.(pqueue.BatchPopper); ok {
+		return &batchScheduler{scheduler: s, bp: bp}, nil
+	}
 	return s, nil
+}
+
+// batchScheduler is the scheduler over a queue that pops several requests
+// per call: it implements Batcher.
+type batchScheduler struct {
+	*scheduler
+	bp pqueue.BatchPopper
+}
+
+// NextN implements Batcher.
+func (s *batchScheduler) NextN(ctx context.Context, now time.Time, n int) ([]*Job, time.Duration, error) {
+	ps, wake, err := s.bp.PopN(ctx, now, n)
+	if err != nil || len(ps) == 0 {
+		return nil, wake, err
+	}
+	jobs := make([]*Job, len(ps))
+	for i, p := range ps {
+		jobs[i] = s.job(p)
+	}
+	return jobs, 0, nil
 }
 
 // pushed hears from a deduplicating queue what became of a request.
@@ -150,11 +173,16 @@ func (s *scheduler) Next(ctx context.Context, now time.Time) (*Job, time.Duratio
 	if err != nil || p == nil {
 		return nil, wake, err
 	}
+	return s.job(p), 0, nil
+}
+
+// job turns a popped request into a Job.
+func (s *scheduler) job(p *pqueue.Popped) *Job {
 	s.inc("scheduler/dequeued")
 	if s.debug {
 		s.d.Log.Debug().Str("url", p.Req.URL.String()).Strs("scopes", p.Scopes.Names()).Bool("admitted", p.Admitted).Msg("scheduler: dequeued")
 	}
-	return &Job{Req: p.Req, Scopes: p.Scopes, Admitted: p.Admitted, SentAt: p.SentAt, ID: uint64(p.ID)}, 0, nil
+	return &Job{Req: p.Req, Scopes: p.Scopes, Admitted: p.Admitted, SentAt: p.SentAt, ID: uint64(p.ID)}
 }
 
 func (s *scheduler) Done(ctx context.Context, job *Job) error {

@@ -23,39 +23,56 @@ const scanLimit = 64
 // does not answer, Pop returns no request and a short wait; after
 // UnavailableTimeout it returns the error.
 func (f *Frontier) Pop(ctx context.Context, now time.Time) (*pqueue.Popped, time.Duration, error) {
+	ps, wait, err := f.PopN(ctx, now, 1)
+	if len(ps) == 0 {
+		return nil, wait, err
+	}
+	return ps[0], 0, err
+}
+
+// PopN implements pqueue.BatchPopper: Pop for up to n requests, taken
+// from as few shards as possible (one script call per shard asked).
+func (f *Frontier) PopN(ctx context.Context, now time.Time, n int) ([]*pqueue.Popped, time.Duration, error) {
 	if err := f.Err(); err != nil {
 		return nil, 0, err
 	}
-	n := f.l.shards
+	shards := f.l.shards
 	f.mu.Lock()
 	start := f.rr
 	f.mu.Unlock()
-	for i := range n {
-		k := (start + i) % n
+	var out []*pqueue.Popped
+	for i := 0; i < shards && len(out) < n; i++ {
+		k := (start + i) % shards
 		f.mu.Lock()
 		skip := f.hints[k].After(now)
 		f.mu.Unlock()
 		if skip {
 			continue
 		}
-		p, err := f.popShard(ctx, k, now)
+		ps, err := f.popShard(ctx, k, now, n-len(out))
 		if err != nil {
 			if !isUnavailable(err) {
 				f.setFatal(err)
-				return nil, 0, err
+				return out, 0, err
 			}
 			f.noteUnavailable(err)
 			if ferr := f.Err(); ferr != nil {
-				return nil, 0, ferr
+				return out, 0, ferr
+			}
+			if len(out) > 0 {
+				return out, 0, nil
 			}
 			return nil, 200 * time.Millisecond, nil
 		}
-		if p != nil {
+		if len(ps) > 0 {
+			out = append(out, ps...)
 			f.mu.Lock()
-			f.rr = (k + 1) % n
+			f.rr = (k + 1) % shards
 			f.mu.Unlock()
-			return p, 0, nil
 		}
+	}
+	if len(out) > 0 {
+		return out, 0, nil
 	}
 	return nil, f.wait(now), nil
 }
@@ -73,16 +90,17 @@ func (f *Frontier) wait(now time.Time) time.Duration {
 	return max(w, time.Millisecond)
 }
 
-// popShard runs the pop script on shard k, refreshing stale gates (at
-// most a few times: then it gives up until the next call).
-func (f *Frontier) popShard(ctx context.Context, k int, now time.Time) (*pqueue.Popped, error) {
+// popShard runs the pop script on shard k for up to n requests,
+// refreshing stale gates (at most a few times: then it gives up until the
+// next call).
+func (f *Frontier) popShard(ctx context.Context, k int, now time.Time, n int) ([]*pqueue.Popped, error) {
 	rate, burst := f.startRate()
 	f.mu.Lock()
 	gen := f.gens[k]
 	f.mu.Unlock()
 	for attempt := 0; ; attempt++ {
 		t0 := f.clk.Now()
-		v, err := scriptPop.run(ctx, f.c, f.l, k, f.store.owner, 1, f.store.lease.Milliseconds(), f.rnd.Float64(),
+		v, err := scriptPop.run(ctx, f.c, f.l, k, f.store.owner, n, f.store.lease.Milliseconds(), f.rnd.Float64(),
 			rate, burst, scanLimit).Slice()
 		if err != nil {
 			return nil, err
@@ -105,10 +123,17 @@ func (f *Frontier) popShard(ctx context.Context, k int, now time.Time) (*pqueue.
 			}
 		}
 		f.setHint(k, gen, now, r)
-		if len(r.jobs) == 0 {
-			return nil, nil
+		var out []*pqueue.Popped
+		for _, m := range r.jobs {
+			p, err := f.popped(m, local)
+			if err != nil {
+				return out, err
+			}
+			if p != nil {
+				out = append(out, p)
+			}
 		}
-		return f.popped(r.jobs[0], local)
+		return out, nil
 	}
 }
 
