@@ -85,13 +85,16 @@ func writeRedisReport(w io.Writer, url string, r *redisjob.Report, top int) {
 	if len(r.Scopes) > 0 {
 		now := time.Now()
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  scope\tdelay\tconcurrency\tin flight\tbackoff level\tblocked until")
+		fmt.Fprintln(tw, "  scope\tdelay\tconcurrency\tin flight\tbackoff level\tRetry-After pace\tblocked until")
 		for _, s := range r.Scopes {
-			until := "-"
+			until, pace := "-", "-"
 			if s.BlockedUntil.After(now) {
 				until = s.BlockedUntil.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "  %s\t%.3gs\t%d\t%d\t%d\t%s\n", s.Scope, s.Delay.Seconds(), s.Concurrency, s.Active, s.Level, until)
+			if s.Pace > 0 {
+				pace = fmt.Sprintf("%.3gs", s.Pace.Seconds())
+			}
+			fmt.Fprintf(tw, "  %s\t%.3gs\t%d\t%d\t%d\t%s\t%s\n", s.Scope, s.Delay.Seconds(), s.Concurrency, s.Active, s.Level, pace, until)
 		}
 		tw.Flush()
 	}

@@ -57,8 +57,9 @@ type ScopeReport struct {
 	Concurrency  int
 	Active       int
 	BlockedUntil time.Time
-	Level        int    // backoff steps, from the scope's policy
-	Policy       string // the policy's state (JSON), if any
+	Level        int           // backoff steps, from the scope's policy
+	Pace         time.Duration // Retry-After pacing floor of the delay
+	Policy       string        // the policy's record (JSON), if any
 }
 
 // ErrNoJob is returned by Inspect and Delete for a job that does not
@@ -247,19 +248,23 @@ func (r *Report) readScopes(ctx context.Context, c redis.UniversalClient, l *red
 		if bu := num("bu"); bu > 0 {
 			sr.BlockedUntil = msTime(bu)
 		}
-		sr.Level = policyLevel(v["p"])
+		sr.Level, sr.Pace = policyLevel(v["p"])
 		r.Scopes = append(r.Scopes, sr)
 	}
 	return nil
 }
 
-// policyLevel reads the backoff level of a policy snapshot (JSON).
-func policyLevel(p string) int {
+// policyLevel reads the backoff level and pace of a scope's policy record
+// (throttling's shared record: {"policy": PolicyState, ...}).
+func policyLevel(p string) (int, time.Duration) {
 	var v struct {
-		Level int `json:"backoff_level"`
+		Policy struct {
+			Level int           `json:"level"`
+			Pace  time.Duration `json:"pace_ns"`
+		} `json:"policy"`
 	}
 	_ = json.Unmarshal([]byte(p), &v)
-	return v.Level
+	return v.Policy.Level, v.Policy.Pace
 }
 
 func msTime(ms float64) time.Time { return time.UnixMicro(int64(ms * 1000)) }

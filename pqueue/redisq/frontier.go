@@ -318,6 +318,7 @@ func (f *Frontier) Ack(ctx context.Context, id pqueue.ID) error {
 		return fmt.Errorf("ack %d: %w", id, pqueue.ErrUnknownID)
 	}
 	classes, latency := f.leases.outcome(id)
+	f.leases.markAcking(id)
 	f.out.add(&op{kind: opAck, shard: shardOfID(id), ack: ack{id: id, classes: classes, latency: latency}})
 	return nil
 }
@@ -328,6 +329,7 @@ func (f *Frontier) Nack(ctx context.Context, id pqueue.ID) error {
 	if shardOfID(id) >= f.l.shards {
 		return fmt.Errorf("nack %d: %w", id, pqueue.ErrUnknownID)
 	}
+	f.leases.markAcking(id)
 	f.out.add(&op{kind: opNack, shard: shardOfID(id), ack: ack{id: id}})
 	return nil
 }

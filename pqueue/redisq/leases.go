@@ -21,6 +21,7 @@ type lease struct {
 	classes   string  // outcome per scope, set by the throttler when the download ends
 	latency   float64 // ms
 	released  bool    // its slots were freed already (the throttler released it)
+	acking    bool    // its acknowledgement is in the outbox
 	lost      bool    // another worker took it back (renewal failed)
 }
 
@@ -116,15 +117,30 @@ func (ls *leases) len() int {
 	return len(ls.byID)
 }
 
-// markLost flags reservations another worker took back.
-func (ls *leases) markLost(ids []pqueue.ID) {
+// markAcking records that id's acknowledgement is in the outbox: a
+// renewal that misses it may have raced with the flush that applied it.
+func (ls *leases) markAcking(id pqueue.ID) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	if l := ls.byID[id]; l != nil {
+		l.acking = true
+	}
+}
+
+// markLost flags reservations another worker took back, and returns
+// them; those being acknowledged are left to their acknowledgement, which
+// reports a lost lease itself.
+func (ls *leases) markLost(ids []pqueue.ID) []pqueue.ID {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	var out []pqueue.ID
 	for _, id := range ids {
-		if l := ls.byID[id]; l != nil {
+		if l := ls.byID[id]; l != nil && !l.acking {
 			l.lost = true
+			out = append(out, id)
 		}
 	}
+	return out
 }
 
 // renew extends the leases of every held reservation: one pipelined
@@ -158,6 +174,5 @@ func (f *Frontier) renew(ctx context.Context) ([]pqueue.ID, error) {
 			}
 		}
 	}
-	f.leases.markLost(lost)
-	return lost, nil
+	return f.leases.markLost(lost), nil
 }

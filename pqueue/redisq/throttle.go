@@ -145,6 +145,7 @@ func (t *Throttling) Release(ctx context.Context, sentAt time.Time, classes []th
 		}
 	}
 	if l.admission {
+		f.leases.markAcking(l.id)
 		f.out.add(&op{kind: opAck, shard: shardOfID(l.id), ack: ack{id: l.id, classes: letters, latency: ms}})
 	}
 	return nil
