@@ -73,13 +73,22 @@ func (o *outbox) add(x *op) {
 	}
 }
 
+// maxFlush bounds the ops of one flush, so that one script call never
+// holds Redis (and the other workers) for long: a bigger backlog goes in
+// several flushes, in order.
+const maxFlush = 2000
+
 // take returns the ops of the next flush: what the last one carried over,
-// then what accumulated since, in order.
+// then what accumulated since, in order, at most maxFlush.
 func (o *outbox) take() []*op {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	ops := append(o.carry, o.pending...)
 	o.carry, o.pending = nil, nil
+	if len(ops) > maxFlush {
+		o.pending = ops[maxFlush:]
+		ops = ops[:maxFlush:maxFlush]
+	}
 	o.busy = len(ops) > 0
 	return ops
 }
@@ -159,7 +168,7 @@ func (f *Frontier) flushLoop(ctx context.Context) {
 		f.out.finish(carry, applied)
 		if err == nil {
 			backoff = 50 * time.Millisecond
-			if len(carry) > 0 { // acknowledgements held back one flush
+			if len(carry) > 0 || !f.out.empty() { // held back, or a backlog beyond maxFlush
 				f.out.kick()
 			}
 			continue
