@@ -353,3 +353,31 @@ func TestRedisItems(t *testing.T) {
 		})
 	}
 }
+
+// A job whose dupefilter is a Bloom filter crawls every page once (at a
+// 0.1% false-positive rate and 200 URLs in a filter sized for 10,000, a
+// false positive is very unlikely: 1e-9 per URL).
+func TestBloomDupefilter(t *testing.T) {
+	url := redistest.Shared(t).URL()
+	srv := site(t, 2, 100)
+	job := nextJob()
+	res, _ := crawl(t, config(t, url, job, "w", map[string]any{"REDIS_DUPEFILTER": "bloom", "REDIS_BLOOM_CAPACITY": 10000}),
+		followSpider(t, starts(srv)...))
+	if res.Reason != "finished" || res.Stats["dupefilter/filtered"] == 0 {
+		t.Fatalf("ended %q with %v duplicates filtered", res.Reason, res.Stats["dupefilter/filtered"])
+	}
+	fetchedOnce(t, srv, 100)
+	ctx := context.Background()
+	c, err := redisq.Dial(ctx, url, redisq.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := redisjob.Inspect(ctx, c, "gocrawl", job, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Meta.Dupefilter != "bloom" || r.Meta.BloomHashes != 10 || r.Seen != 200 {
+		t.Fatalf("inspect: dupefilter %s with %d hashes, %d fingerprints; want bloom, 10, 200", r.Meta.Dupefilter, r.Meta.BloomHashes, r.Seen)
+	}
+}
