@@ -154,35 +154,41 @@ func (e e2e) site(t testing.TB) *simsite.Server {
 }
 
 // check verifies the server-side figures of one crawl and returns the
-// number of pages fetched more than once.
+// number of pages fetched more than once and, per host, the share of gaps
+// between starts shorter than the delay minus the slack.
 //
 // The gaps: the server sees a request when it arrives, which on a loaded
 // machine can be tens of milliseconds after the crawler admitted it, and
 // a request that arrives late makes the next gap look short by that much
-// (the single-process crawl shows it too: on this shared 2-core machine
-// we saw one process alone send two requests 33 ms apart at the server).
-// So the delay rule is checked as: the 10th percentile of the gaps is at
-// least the delay minus the slack, and at most 5% of the gaps are shorter
-// than that. A crawler that breaks the rule (a worker that does not see
-// the others' sends gives gaps of a third of the delay) fails both; the
-// smallest gap is logged, and measured on a quiet machine by
-// BenchmarkEndToEnd. Concurrency and Retry-After are checked exactly.
-func (e e2e) check(t testing.TB, label string, srv *simsite.Server, recs simsite.Records, strict bool) int {
+// (the single-process crawl shows it too: on this shared 2-core machine,
+// with the rest of the test suite running, one process alone sent 10% of
+// its requests less than 190 ms after the previous one, as the server saw
+// them, and two of them 33 ms apart). So the delay rule is checked as: the
+// median gap is at least the delay minus the slack, and the share of
+// shorter gaps is at most that of one process alone in the same run plus
+// 10 points. A crawl whose workers do not see each other's sends (three
+// workers: gaps of a third of the delay) fails both by far; the smallest
+// gap is logged, and measured on a quiet machine by BenchmarkEndToEnd.
+// Concurrency and Retry-After are checked exactly.
+func (e e2e) check(t testing.TB, label string, srv *simsite.Server, recs simsite.Records, alone map[string]float64) (int, map[string]float64) {
 	t.Helper()
 	dups := 0
+	shares := map[string]float64{}
 	for _, h := range srv.Hosts() {
 		rs := recs.Host(h)
 		st := rs.Stats()
 		short, n := shortGaps(rs, e2eDelay-slack)
-		if strict {
+		shares[h] = float64(short) / float64(max(n, 1))
+		if alone != nil {
 			if st.PeakConcurrent > e2eConc {
 				t.Errorf("%s: host %s had %d requests in flight at once, limit %d", label, h, st.PeakConcurrent, e2eConc)
 			}
-			if p10 := gapQuantile(rs, 0.10); p10 < e2eDelay-slack {
-				t.Errorf("%s: host %s: 10%% of its requests came less than %v apart, delay %v (minus %v slack)", label, h, p10, e2eDelay, slack)
+			if med := gapQuantile(rs, 0.5); med < e2eDelay-slack {
+				t.Errorf("%s: host %s: median gap between requests %v, delay %v (minus %v slack)", label, h, med, e2eDelay, slack)
 			}
-			if short*20 > n {
-				t.Errorf("%s: host %s: %d of %d gaps shorter than the delay %v (minus %v slack)", label, h, short, n, e2eDelay, slack)
+			if shares[h] > alone[h]+0.10 {
+				t.Errorf("%s: host %s: %d of %d gaps shorter than the delay %v (minus %v slack), one process alone had %.0f%%",
+					label, h, short, n, e2eDelay, slack, 100*alone[h])
 			}
 			if st.RetryAfterViolations > 0 {
 				t.Errorf("%s: host %s got %d requests inside a Retry-After window it announced", label, h, st.RetryAfterViolations)
@@ -207,7 +213,7 @@ func (e e2e) check(t testing.TB, label string, srv *simsite.Server, recs simsite
 			gapQuantile(rs, 0.01).Round(time.Millisecond), gapQuantile(rs, 0.10).Round(time.Millisecond), short, n,
 			e2eDelay-slack, st.RetryAfterViolations)
 	}
-	return dups
+	return dups, shares
 }
 
 // shortGaps counts the gaps between consecutive starts shorter than d,
@@ -272,12 +278,13 @@ func (e e2e) run(t testing.TB) {
 
 	// One process alone, under the same limits.
 	t0 := time.Now()
-	alone := start(t, "alone", dir, append([]string{"run", "follow", "-a", starts, "-O", "alone.jsonl"}, e.settings()...)...)
-	if code := alone.wait(t, 5*time.Minute); code != 0 {
-		t.Fatalf("the single-process crawl exited %d:\n%s", code, alone.out.String())
+	one := start(t, "alone", dir, append([]string{"run", "follow", "-a", starts, "-O", "alone.jsonl"}, e.settings()...)...)
+	if code := one.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("the single-process crawl exited %d:\n%s", code, one.out.String())
 	}
 	aloneTime := time.Since(t0)
-	if dups := e.check(t, "alone", srv, srv.ResetRecords(), false); dups > 0 {
+	dups, alone := e.check(t, "alone", srv, srv.ResetRecords(), nil)
+	if dups > 0 {
 		t.Errorf("alone: %d pages fetched twice", dups)
 	}
 
@@ -298,24 +305,37 @@ func (e e2e) run(t testing.TB) {
 		t.Fatal(err)
 	}
 	defer watch.Close()
-	for len(srv.Records()) < total*4/10 || heldBy(t, watch, job, "w2") == 0 {
+	for len(srv.Records()) < total*4/10 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the workers did not get 40%% through the site:\n%s\n%s", ws[0].out.String(), ws[1].out.String())
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Kill w2 at a moment it holds requests: freeze it (SIGSTOP), look at
+	// its leases, and kill it if it holds any, else let it go on and look
+	// again.
+	inflight := 0
+	for inflight == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("w2 never held a request:\n%s", ws[1].out.String())
+		}
+		ws[1].cmd.Process.Signal(syscall.SIGSTOP)
+		if inflight = heldBy(t, watch, job, "w2"); inflight == 0 {
+			ws[1].cmd.Process.Signal(syscall.SIGCONT)
+			time.Sleep(3 * time.Millisecond)
+		}
 	}
 	if err := ws[1].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-ws[1].done
-	inflight := heldBy(t, watch, job, "w2")
 	for _, w := range []*proc{ws[0], ws[2]} {
 		if code := w.wait(t, 5*time.Minute); code != 0 {
 			t.Errorf("%s exited %d, want 0 when the job is finished:\n%s", w.name, code, w.out.String())
 		}
 	}
 	distTime := time.Since(t0)
-	dups := e.check(t, "3 workers, 1 killed", srv, srv.ResetRecords(), true)
+	dups, _ = e.check(t, "3 workers, 1 killed", srv, srv.ResetRecords(), alone)
 	t.Logf("wall time: alone %v, 3 workers with one killed %v (%.2fx); the killed worker held %d requests, %d pages fetched twice",
 		aloneTime.Round(time.Millisecond), distTime.Round(time.Millisecond), distTime.Seconds()/aloneTime.Seconds(), inflight, dups)
 	if dups > inflight {
