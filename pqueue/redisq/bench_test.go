@@ -98,53 +98,60 @@ func BenchmarkAdmissions(b *testing.B) {
 	}
 }
 
-// BenchmarkMemory measures what Redis holds per queued request and per
-// fingerprint (INFO memory, used_memory, before and after), on a server of
-// its own. The size is GOCRAWL_BENCH_REDIS_N (default 10,000,000; about
-// 5 GB of memory and several minutes).
+// BenchmarkMemory measures what Redis holds per queued request, per
+// fingerprint in a set and per fingerprint in a Bloom filter (INFO memory,
+// used_memory, before and after), each on a server of its own. The size is
+// GOCRAWL_BENCH_REDIS_N (default 10,000,000: about 2.6 GB for the queue and
+// half an hour on a loaded machine); GOCRAWL_BENCH_REDIS_PHASES picks some
+// of queued,fingerprints,bloom.
 //
-//	go test -run '^$' -bench Memory -benchtime 1x -timeout 60m ./pqueue/redisq/
+//	go test -run '^$' -bench Memory -benchtime 1x -timeout 120m ./pqueue/redisq/
 func BenchmarkMemory(b *testing.B) {
 	n := 10_000_000
 	if v := os.Getenv("GOCRAWL_BENCH_REDIS_N"); v != "" {
 		n, _ = strconv.Atoi(v)
 	}
-	srv := redistest.Start(b, redistest.Options{})
-	c := dialURL(b, srv.URL())
-	ctx := context.Background()
-	used := func() float64 {
-		info, err := c.Info(ctx, "memory").Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-				x, _ := strconv.ParseFloat(v, 64)
-				return x
-			}
-		}
-		b.Fatal("no used_memory in INFO")
-		return 0
+	phases := "queued,fingerprints,bloom"
+	if v := os.Getenv("GOCRAWL_BENCH_REDIS_PHASES"); v != "" {
+		phases = v
 	}
-	measure := func(name string, fill func()) {
+	ctx := context.Background()
+	measure := func(name string, fill func(c redis.UniversalClient)) {
+		if !strings.Contains(phases, name) {
+			return
+		}
+		srv := redistest.Start(b, redistest.Options{})
+		defer srv.Kill()
+		c := dialURL(b, srv.URL())
+		used := func() float64 {
+			info, err := c.Info(ctx, "memory").Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, line := range strings.Split(info, "\r\n") {
+				if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+					x, _ := strconv.ParseFloat(v, 64)
+					return x
+				}
+			}
+			b.Fatal("no used_memory in INFO")
+			return 0
+		}
 		before := used()
 		t0 := time.Now()
-		fill()
+		fill(c)
 		after := used()
 		b.ReportMetric((after-before)/float64(n), name+"-B/entry")
 		b.Logf("%s: %d entries, %.0f MB, %.1f bytes each, filled in %v", name, n, (after-before)/1e6, (after-before)/float64(n), time.Since(t0).Round(time.Second))
 	}
 	for range b.N {
-		c.FlushAll(ctx)
-		measure("queued", func() { fillQueue(b, c, n) })
-		c.FlushAll(ctx)
-		measure("fingerprints", func() { fillSeen(b, c, n, redisq.Dedupe{}) })
-		c.FlushAll(ctx)
+		measure("queued", func(c redis.UniversalClient) { fillQueue(b, c, n) })
+		measure("fingerprints", func(c redis.UniversalClient) { fillSeen(b, c, n, redisq.Dedupe{}) })
 		bloom, err := redisq.BloomFor(int64(n), 0.001, 1)
 		if err != nil {
 			b.Fatal(err)
 		}
-		measure("bloom0.001", func() { fillSeen(b, c, n, bloom) })
+		measure("bloom", func(c redis.UniversalClient) { fillSeen(b, c, n, bloom) })
 	}
 }
 
