@@ -17,7 +17,10 @@ import (
 // GOCRAWL_BENCH_PAGES pages each, 1,000 by default; no latency, no delay,
 // concurrency per host unlimited, 16 requests in flight per worker), and
 // one process without Redis for reference. Each worker is a gocrawl
-// process running the follow spider (it parses every page).
+// process running the follow spider (it parses every page). It also
+// reports the CPU time per page of the workers (user + system, all of
+// them) and of the Redis server: on one machine the workers and Redis
+// share its cores, so the CPU per page is the stable number.
 //
 //	go test -run '^$' -bench Crawl -benchtime 1x -timeout 30m ./redisjob/
 func BenchmarkCrawl(b *testing.B) {
@@ -34,6 +37,8 @@ func BenchmarkCrawl(b *testing.B) {
 			for range b.N {
 				srv := site(b, 8, pages)
 				url := redistest.Shared(b).URL()
+				redisCPU := func() float64 { return cpuOf(b, redistest.Shared(b).Addr) }
+				r0 := redisCPU()
 				job := nextJob()
 				extra := []string{"CONCURRENT_REQUESTS_PER_DOMAIN=0", "CONCURRENT_REQUESTS=16"}
 				t0 := time.Now()
@@ -56,6 +61,10 @@ func BenchmarkCrawl(b *testing.B) {
 					}
 				}
 				el := time.Since(t0)
+				var workerCPU time.Duration
+				for _, p := range ps {
+					workerCPU += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+				}
 				n := 0
 				for _, r := range srv.Records() {
 					if r.Status == 200 {
@@ -66,6 +75,10 @@ func BenchmarkCrawl(b *testing.B) {
 					b.Fatalf("%d pages fetched, want %d", n, 8*pages)
 				}
 				b.ReportMetric(float64(n)/el.Seconds(), "pages/s")
+				b.ReportMetric(float64(workerCPU.Microseconds())/float64(n), "worker-cpu-µs/page")
+				if workers > 0 {
+					b.ReportMetric((redisCPU()-r0)*1e6/float64(n), "redis-cpu-µs/page")
+				}
 			}
 		})
 	}
@@ -87,6 +100,25 @@ func BenchmarkEndToEnd(b *testing.B) {
 			e2e{pages: 300, strict: &simsite.LimitConfig{Rate: 3, Burst: 2, Status: 429, RetryAfter: simsite.RetryAfterSeconds}}.run(b)
 		}
 	})
+}
+
+// cpuOf returns the CPU seconds (user + system) the Redis server at addr
+// has used.
+func cpuOf(b *testing.B, addr string) float64 {
+	info, err := redistest.Command(addr, "INFO", "cpu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				x, _ := strconv.ParseFloat(v, 64)
+				total += x
+			}
+		}
+	}
+	return total
 }
 
 func envInt(name string) int {
