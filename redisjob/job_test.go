@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -379,5 +380,62 @@ func TestBloomDupefilter(t *testing.T) {
 	}
 	if r.Meta.Dupefilter != "bloom" || r.Meta.BloomHashes != 10 || r.Seen != 200 {
 		t.Fatalf("inspect: dupefilter %s with %d hashes, %d fingerprints; want bloom, 10, 200", r.Meta.Dupefilter, r.Meta.BloomHashes, r.Seen)
+	}
+}
+
+// A worker aborted mid-crawl (a second Ctrl-C) puts the requests it held
+// back in line at once, with their scope slots, instead of leaving them
+// leased until their leases expire.
+func TestAbortPutsRequestsBack(t *testing.T) {
+	url := redistest.Shared(t).URL()
+	cfg := simsite.Config{Hosts: []simsite.HostConfig{{Name: "slow", Pages: simsite.PagesConfig{Count: 200},
+		Latency: simsite.LatencyConfig{Kind: simsite.LatencyFixed, Fixed: 300 * time.Millisecond}}}}
+	srv, err := simsite.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	job := nextJob()
+	s := config(t, url, job, "w", map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 8})
+	sp := followSpider(t, srv.URL("slow")+"/")
+	ctx := context.Background()
+	j, err := redisjob.Open(ctx, s, sp, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(sp, s, engine.Options{Shared: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for len(srv.Records()) < 12 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		e.Abort()
+	}()
+	res, err := e.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	if res.Reason != "aborted" {
+		t.Fatalf("ended %q, want aborted", res.Reason)
+	}
+	c, err := redisq.Dial(ctx, url, redisq.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := redisjob.Inspect(ctx, c, "gocrawl", job, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Counts.Reserved != 0 || r.Counts.Waiting == 0 {
+		t.Fatalf("after the abort: %+v; want nothing reserved, the rest waiting", r.Counts)
+	}
+	for _, sc := range r.Scopes {
+		if sc.Active != 0 {
+			t.Fatalf("scope %s still has %d slots taken after the abort", sc.Scope, sc.Active)
+		}
 	}
 }

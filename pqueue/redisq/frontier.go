@@ -178,12 +178,9 @@ func (f *Frontier) Close(ctx context.Context) error {
 		return nil
 	}
 	f.opened = false
-	for _, ids := range f.leases.ids(f.l.shards) {
-		for _, id := range ids {
-			if !f.acked(id) {
-				f.out.add(&op{kind: opNack, shard: shardOfID(id), ack: ack{id: id}})
-			}
-		}
+	for _, id := range f.leases.unacked() {
+		f.leases.markAcking(id)
+		f.out.add(&op{kind: opNack, shard: shardOfID(id), ack: ack{id: id}})
 	}
 	f.flushStats(ctx)
 	fctx, cancel := context.WithTimeout(ctx, f.o.UnavailableTimeout)
@@ -196,20 +193,6 @@ func (f *Frontier) Close(ctx context.Context) error {
 		return fmt.Errorf("redisq: %d operations not stored (their requests come back when their leases expire): %w", f.pendingOps(), ferr)
 	}
 	return f.Err()
-}
-
-// acked reports whether an acknowledgement of id is waiting in the outbox.
-func (f *Frontier) acked(id pqueue.ID) bool {
-	f.out.mu.Lock()
-	defer f.out.mu.Unlock()
-	for _, list := range [][]*op{f.out.pending, f.out.carry} {
-		for _, x := range list {
-			if x.kind != opPush && x.ack.id == id {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func (f *Frontier) pendingOps() int {

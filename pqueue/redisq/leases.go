@@ -111,6 +111,20 @@ func (ls *leases) ids(shards int) [][]pqueue.ID {
 	return out
 }
 
+// unacked returns the held reservations no acknowledgement was asked for
+// (requests an aborted crawl cut short).
+func (ls *leases) unacked() []pqueue.ID {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	var out []pqueue.ID
+	for id, l := range ls.byID {
+		if !l.acking && !l.lost {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 func (ls *leases) len() int {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
