@@ -439,3 +439,44 @@ func TestAbortPutsRequestsBack(t *testing.T) {
 		}
 	}
 }
+
+// robots.txt's Crawl-delay, read by whichever worker gets there first, holds
+// for both workers of a job: one request at a time, the delay between them.
+func TestRobotsCrawlDelayShared(t *testing.T) {
+	url := redistest.Shared(t).URL()
+	cfg := simsite.Config{Hosts: []simsite.HostConfig{{Name: "polite", Pages: simsite.PagesConfig{Count: 16},
+		Robots: simsite.RobotsConfig{CrawlDelay: 300 * time.Millisecond, Disallow: []string{"/page/7"}}}}}
+	srv, err := simsite.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	job := nextJob()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			s := config(t, url, job, fmt.Sprintf("w%d", i), map[string]any{"ROBOTSTXT_OBEY": true, "RANDOMIZE_DOWNLOAD_DELAY": false})
+			crawl(t, s, followSpider(t, srv.URL("polite")+"/"))
+		})
+	}
+	wg.Wait()
+	recs := srv.Records().Host("polite")
+	var pages simsite.Records
+	for _, r := range recs {
+		if r.Path != "/robots.txt" {
+			pages = append(pages, r)
+		}
+		if r.Path == "/page/7" {
+			t.Error("a page robots.txt disallows was fetched")
+		}
+	}
+	if len(pages) != 15 {
+		t.Errorf("%d pages fetched, want 15 (16 but the disallowed one)", len(pages))
+	}
+	if st := pages.Stats(); st.PeakConcurrent > 1 {
+		t.Errorf("%d requests in flight at once; Crawl-delay means one at a time", st.PeakConcurrent)
+	}
+	if med := gapQuantile(pages, 0.5); med < 290*time.Millisecond {
+		t.Errorf("median gap %v, Crawl-delay 300 ms", med)
+	}
+}
