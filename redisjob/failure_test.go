@@ -40,7 +40,7 @@ func outage(t *testing.T, aof bool, pages int, extra ...string) (*proc, *simsite
 // the crawl finishes with every page fetched.
 func TestRedisOutageResumes(t *testing.T) {
 	w, srv, rs, died := outage(t, true, 50)
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(3 * time.Second)
 	back := time.Now()
 	rs.Restart(t)
 	if code := w.wait(t, 2*time.Minute); code != 0 {
@@ -55,8 +55,9 @@ func TestRedisOutageResumes(t *testing.T) {
 	ok := map[string]int{}
 	for _, r := range srv.Records() {
 		// Requests already on their way when Redis died may still start
-		// at the server just after (dispatch); none may start later.
-		if r.Start.After(died.Add(300*time.Millisecond)) && r.Start.Before(back) {
+		// at the server just after (dispatch, slow on a loaded machine);
+		// none may start later.
+		if r.Start.After(died.Add(time.Second)) && r.Start.Before(back) {
 			t.Errorf("%s%s started %v after Redis died, before it was back", r.Host, r.Path, r.Start.Sub(died))
 		}
 		if r.Status == http.StatusOK {
