@@ -4,9 +4,21 @@ go 1.26.0
 
 require (
 	github.com/PuerkitoBio/goquery v1.14.0
+	github.com/chromedp/cdproto v0.160.3
+	github.com/chromedp/chromedp v0.23.1
+	github.com/creack/pty v1.1.24
 	github.com/goccy/go-yaml v1.19.2
+	github.com/peterh/liner v1.2.3
 	github.com/rs/zerolog v1.35.1
 	golang.org/x/net v0.62.0
+)
+
+require github.com/dunglas/httpsfv v1.1.2 // indirect
+
+require (
+	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260623181947-01eb4420fa68 // indirect
+	github.com/mattn/go-runewidth v0.0.31 // indirect
 )
 
 require (

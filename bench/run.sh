@@ -21,7 +21,7 @@ if [[ -n "${BENCH_REF:-}" ]]; then
 	src="$tmp/bench"
 	ref="$(git -C "$here/.." rev-parse --short "$BENCH_REF") (clean export)"
 else
-	dirty=$(git -C "$here/.." status --porcelain --untracked-files=no | grep -v ' bench/' | wc -l)
+	dirty=$(git -C "$here/.." status --porcelain --untracked-files=no | { grep -v ' bench/' || true; } | wc -l)
 	ref="$(git -C "$here/.." rev-parse --short HEAD) + working tree ($dirty modified files outside bench/)"
 fi
 mkdir -p "$here/bin" "$here/results"

@@ -1,6 +1,8 @@
 // Package cli is gocrawl's command line: `gocrawl run`, `list`,
-// `settings`, `jobs`, `new` and `version`. A project gets the same command
-// line for its own spiders with one call:
+// `settings`, `jobs`, `report`, `version`; `fetch`, `view`, `parse` and
+// `shell` to look at one page the way a crawl does; `new` and `genspider`
+// to make projects and spiders. A project gets the same command line for
+// its own spiders with one call:
 //
 //	func main() { cli.Main(&myspider.Spider{}) }
 //
@@ -12,7 +14,8 @@
 // need no edit elsewhere.
 //
 // Exit status: 0 when the crawl ran (HTTP errors included), 2 for usage and
-// settings errors, 1 for fatal errors.
+// settings errors (found before the first request), 1 for fatal errors
+// (and for fetch, view and parse when no response came).
 package cli
 
 import (
@@ -62,6 +65,9 @@ func UsageErrorf(format string, args ...any) error { return UsageError(fmt.Error
 
 // App is the state shared by the commands of one invocation.
 type App struct {
+	// Stdin is read by interactive commands (shell); nil means os.Stdin,
+	// with line editing when it is a terminal.
+	Stdin io.Reader
 	// Stdout receives command output (lists, settings, JSON).
 	Stdout io.Writer
 	// Stderr receives logs, errors and the end-of-crawl summary.
@@ -119,7 +125,7 @@ func addCommand(build Command) { commands = append(commands, build) }
 
 // Program is a command line built on gocrawl: the spiders it can run and
 // any commands it adds to the built-in ones (run, list, settings, jobs,
-// new, version).
+// report, fetch, view, parse, shell, new, genspider, version).
 //
 //	func main() {
 //		cli.Program{Spiders: []spider.Spider{&myspider.Spider{}}, Commands: []cli.Command{deployCommand}}.Main()

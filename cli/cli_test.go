@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -54,6 +55,9 @@ func gocrawl(t *testing.T, dir string, env []string, args ...string) result {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	// Human-readable logs and summaries, as on a terminal; tests of the
+	// JSON stream pass GOCRAWL_LOG_FORMAT=json (the last value wins).
+	cmd.Env = append(cmd.Env, "GOCRAWL_LOG_FORMAT=console")
 	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -97,7 +101,7 @@ func TestCommands(t *testing.T) {
 		stdout, stderr []string
 	}{
 		{"version", nil, []string{"version"}, 0, []string{"gocrawl 0.1.0"}, nil},
-		{"list", nil, []string{"list"}, 0, []string{"books\nfollow\nquotes\n"}, nil},
+		{"list", nil, []string{"list"}, 0, []string{"books\nbooks_crawl\nbooks_sitemap\nfollow\nquotes\nquotes_html\n"}, nil},
 		{"unknown command", nil, []string{"crawl"}, 2, nil, []string{`unknown command "crawl"`}},
 		{"unknown flag", nil, []string{"run", "follow", "--nope"}, 2, nil, []string{"unknown flag: --nope", "gocrawl run --help"}},
 		{"settings bad name", nil, []string{"settings", "DOWNLOAD_DELEY"}, 2, nil,
@@ -111,9 +115,23 @@ func TestCommands(t *testing.T) {
 			[]string{"nope.yaml: cannot read settings file: the file does not exist"}},
 		{"unknown env setting", []string{"GOCRAWL_DOWNLOAD_DELAI=1"}, []string{"settings"}, 2, nil,
 			[]string{"GOCRAWL_DOWNLOAD_DELAI: unknown setting DOWNLOAD_DELAI: did you mean DOWNLOAD_DELAY?"}},
-		{"all settings errors at once", []string{"GOCRAWL_NOT_A_SETTING_AT_ALL=1"}, []string{"settings", "--settings", "bad.yaml", "-s", "CONCURENT_REQUESTS=3"}, 2, nil,
-			[]string{"3 settings problems", "bad.yaml:3", "NOT_A_SETTING_AT_ALL", "did you mean CONCURRENT_REQUESTS?"}},
-		{"unknown spider", nil, []string{"run", "nope"}, 2, nil, []string{`unknown spider "nope"; known spiders: books, follow, quotes`}},
+		{"all settings errors at once", []string{"GOCRAWL_CONCURRENT_REQUEST=1"}, []string{"settings", "--settings", "bad.yaml", "-s", "CONCURENT_REQUESTS=3",
+			"-s", "LOG_LEVEL=LOUD", "-s", `THROTTLING_SCOPES={"a.com": {"concurency": 2}}`}, 2, nil,
+			[]string{"5 settings problems", "bad.yaml:3", "GOCRAWL_CONCURRENT_REQUEST: unknown setting CONCURRENT_REQUEST: did you mean CONCURRENT_REQUESTS?",
+				"did you mean CONCURRENT_REQUESTS?", `"LOUD" is not a log level`, `invalid setting THROTTLING_SCOPES: scope "a.com": key "concurency": unknown key; did you mean "concurrency"?`}},
+		{"unrelated GOCRAWL_ variable warns", []string{"GOCRAWL_BIN=/usr/bin/gocrawl"}, []string{"settings", "DOWNLOAD_DELAY"}, 0, []string{"0\n"},
+			[]string{"warning: ignoring environment variable GOCRAWL_BIN: BIN is not a setting"}},
+		{"unrelated GOCRAWL_ variable does not stop a run", []string{"GOCRAWL_HOME=/x"}, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/",
+			"-s", "ROBOTSTXT_OBEY=false", "-s", "RETRY_ENABLED=false"}, 0, nil, []string{"ignoring environment variable GOCRAWL_HOME", "--- follow: finished"}},
+		{"every run problem at once", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-a", "max_depth=x", "-O", "good.yaml/x.jsonl",
+			"-s", "SCHEDULER=Nope"}, 2, nil, []string{"3 problems", `max_depth="x"`, "good.yaml is not a directory", `unknown scheduler "Nope"`}},
+		{"stats dump not writable", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "STATS_DUMP_FILE=/proc/gocrawl-test/run.json"}, 2, nil,
+			[]string{"STATS_DUMP_FILE /proc/gocrawl-test/run.json: cannot"}},
+		{"output not writable", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-O", "/proc/gocrawl-test/x.jsonl"}, 2, nil,
+			[]string{"feed /proc/gocrawl-test/x.jsonl: cannot"}},
+		{"--version", nil, []string{"--version"}, 0, []string{"gocrawl 0.1.0 ("}, nil},
+		{"unknown root flag", nil, []string{"--nope"}, 2, nil, []string{"unknown flag: --nope (see 'gocrawl --help')"}},
+		{"unknown spider", nil, []string{"run", "nope"}, 2, nil, []string{`unknown spider "nope"; known spiders: books, books_crawl, books_sitemap, follow, quotes, quotes_html`}},
 		{"run without spider", nil, []string{"run"}, 2, nil, []string{"run expects one spider name"}},
 		{"follow without start urls", nil, []string{"run", "follow"}, 2, nil, []string{"no start URLs: pass -a start_urls=URL"}},
 		{"follow with bad args", nil, []string{"run", "follow", "-a", "start_urls=ftp://x/", "-a", "max_depth=x"}, 2, nil,
@@ -129,8 +147,17 @@ func TestCommands(t *testing.T) {
 			[]string{"feed bad.yaml: cannot append: the file is not a JSON array; overwrite it with -O"}},
 		{"output under a file", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-O", "good.yaml/x.csv"}, 2, nil,
 			[]string{"good.yaml is not a directory"}},
+		{"render without a browser", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-a", "render=true",
+			"-s", "RENDER_BROWSER_PATH=/nonexistent/chromium"}, 2, nil,
+			[]string{"no Chromium browser found", "RENDER_BROWSER_PATH", "/nonexistent/chromium"}},
+		{"no browser in PATH", []string{"PATH=/nonexistent"}, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "RENDER_JS=true"}, 2, nil,
+			[]string{"apt-get install chromium", "RENDER_BROWSER_PATH"}},
+		{"bad RENDER_WAIT", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "RENDER_WAIT=idle"}, 2, nil,
+			[]string{`RENDER_WAIT: "idle" is not a wait mode`}},
+		{"bad PROXY_LIST", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", `PROXY_LIST=["http://u:s3cret@nohost"]`}, 2, nil,
+			[]string{"PROXY_LIST[0]: http://u:xxxxx@nohost: want http://[user:pass@]host:port"}},
 		{"bad LOG_LEVEL", nil, []string{"run", "follow", "-a", "start_urls=http://127.0.0.1:1/", "-s", "LOG_LEVEL=LOUD"}, 2, nil,
-			[]string{`LOG_LEVEL "LOUD": use DEBUG, INFO`}},
+			[]string{`-s LOG_LEVEL=LOUD: invalid value LOG_LEVEL: "LOUD" is not a log level; use one of DEBUG, INFO`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -311,28 +338,53 @@ func readJSONL(t *testing.T, path string) []page {
 	return out
 }
 
+// TestNewProjectBuilds makes a project with gocrawl new, adds a spider of
+// every template kind of templates/spider with genspider, and builds,
+// vets, tests and runs the project offline: templates cannot rot, and a
+// kind added to the directory is tried here without editing this test.
 func TestNewProjectBuilds(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("the go tool is not installed")
 	}
 	dir := t.TempDir()
-	r := gocrawl(t, dir, nil, "new", "mycrawler", "--spider", "shop_items")
-	r.expect(t, 0, []string{"Created mycrawler", "go run . run shop_items"}, nil)
+	r := gocrawl(t, dir, nil, "new", "mycrawler", "--spider", "shop_items", "--domain", "shop.example.com")
+	r.expect(t, 0, []string{"Created mycrawler", `spider "shop_items" for shop.example.com`, "go run . run shop_items"}, nil)
 	proj := filepath.Join(dir, "mycrawler")
-	for _, f := range []string{"go.mod", "go.sum", "main.go", "spiders/shop_items.go", "gocrawl.yaml"} {
+	for _, f := range []string{"go.mod", "go.sum", "main.go", "spiders/spiders.go", "spiders/shop_items.go", "spiders/shop_items_test.go", "gocrawl.yaml"} {
 		if _, err := os.Stat(filepath.Join(proj, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
 	}
 	gomod, _ := os.ReadFile(filepath.Join(proj, "go.mod"))
-	if !strings.Contains(string(gomod), "replace github.com/gocrawl/gocrawl => ") {
-		t.Errorf("go.mod has no replace directive:\n%s", gomod)
+	for _, want := range []string{"replace github.com/gocrawl/gocrawl => ../", "\tgithub.com/PuerkitoBio/goquery v", "go mod edit -dropreplace"} {
+		if !strings.Contains(string(gomod), want) {
+			t.Errorf("go.mod lacks %q:\n%s", want, gomod)
+		}
+	}
+	if strings.Contains(string(gomod), "goquery v1.14.0 // indirect") || regexp.MustCompile(`=> /`).MatchString(string(gomod)) {
+		t.Errorf("go.mod lists goquery as indirect or replaces with an absolute path:\n%s", gomod)
 	}
 	yml, _ := os.ReadFile(filepath.Join(proj, "gocrawl.yaml"))
 	if !strings.Contains(string(yml), "DOWNLOAD_DELAY: 1\n") || !strings.Contains(string(yml), "ROBOTSTXT_OBEY: true\n") {
 		t.Errorf("gocrawl.yaml:\n%s", yml)
 	}
+	// One spider per template kind found in templates/spider.
+	tmpls, err := filepath.Glob(filepath.Join("templates", "spider", "*.go.tmpl"))
+	if err != nil || len(tmpls) == 0 {
+		t.Fatalf("no spider templates: %v", err)
+	}
+	want := []string{"shop_items"}
+	for _, p := range tmpls {
+		kind := strings.TrimSuffix(filepath.Base(p), ".go.tmpl")
+		name := "gen_" + kind
+		gocrawl(t, filepath.Join(proj, "spiders"), nil, "genspider", name, "https://"+kind+".example.com/start/", "-t", kind).
+			expect(t, 0, []string{"Created " + name + ".go: the " + kind + " spider"}, nil)
+		want = append(want, name)
+	}
+	gocrawl(t, proj, nil, "genspider", "gen_basic", "x.example.com").expect(t, 2, nil, []string{"already exists"})
+	gocrawl(t, proj, nil, "genspider", "other", "x.example.com", "-t", "nope").expect(t, 2, nil, []string{"-t nope: no such spider template; the kinds are basic"})
+	gocrawl(t, dir, nil, "genspider", "other", "x.example.com").expect(t, 2, nil, []string{"not inside a Go module"})
 	// The README's example program is type-checked with the project (go vet).
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
@@ -345,10 +397,9 @@ func TestNewProjectBuilds(t *testing.T) {
 	os.MkdirAll(filepath.Join(proj, "readme"), 0o755)
 	os.WriteFile(filepath.Join(proj, "readme", "main.go"), []byte(code), 0o644)
 	// Offline: everything comes from the checkout and the module cache.
-	// vet type-checks every package of the project, tests included, without
-	// linking them.
+	// vet type-checks every package of the project, tests included.
 	bin := filepath.Join(dir, "mycrawler-bin")
-	for _, args := range [][]string{{"build", "-o", bin, "."}, {"vet", "./..."}} {
+	for _, args := range [][]string{{"build", "-o", bin, "."}, {"vet", "./..."}, {"test", "./spiders"}} {
 		cmd := exec.Command(goTool, args...)
 		cmd.Dir = proj
 		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly")
@@ -356,10 +407,12 @@ func TestNewProjectBuilds(t *testing.T) {
 			t.Fatalf("go %v in the new project: %v\n%s", args, err, out)
 		}
 	}
-	// The project's binary lists its spider and reads its gocrawl.yaml.
+	// The project's binary lists every spider (genspider's included,
+	// without an edit of main.go) and reads its gocrawl.yaml.
+	slices.Sort(want)
 	out, err := exec.Command(bin, "list").Output()
-	if err != nil || string(out) != "shop_items\n" {
-		t.Errorf("list: %q, %v", out, err)
+	if err != nil || string(out) != strings.Join(want, "\n")+"\n" {
+		t.Errorf("list: %q, %v; want %q", out, err, want)
 	}
 	cmd := exec.Command(bin, "settings", "DOWNLOAD_DELAY")
 	cmd.Dir = proj

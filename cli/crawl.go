@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -30,9 +32,21 @@ func (f *SettingsFlags) Add(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVarP(&f.overrides, "set", "s", nil, "set a setting, `NAME=VALUE` (VALUE is YAML); repeatable")
 }
 
-// Load layers the settings for sp (which may be nil) and turns every
-// problem into one usage error listing them all.
+// Load layers the settings for sp (which may be nil), checks them the way
+// a crawl would (settings.Validate: throttling scopes, middlewares,
+// pipelines, feeds, ...) and turns every problem into one usage error
+// listing them all.
 func (f *SettingsFlags) Load(a *App, sp spider.Spider) (*settings.Settings, error) {
+	s, errs := f.load(a, sp)
+	if len(errs) > 0 {
+		return nil, SettingsError(errors.Join(errs...))
+	}
+	return s, nil
+}
+
+// load is Load returning the problems one by one, for commands that add
+// problems of their own to the list.
+func (f *SettingsFlags) load(a *App, sp spider.Spider) (*settings.Settings, []error) {
 	opts := settings.LoadOptions{File: f.file, Environ: a.Environ, Overrides: f.overrides}
 	if sp != nil {
 		opts.SpiderName = sp.Name()
@@ -41,22 +55,58 @@ func (f *SettingsFlags) Load(a *App, sp spider.Spider) (*settings.Settings, erro
 		}
 	}
 	s, err := settings.Load(opts)
+	return s, settings.Errors(errors.Join(err, settings.Validate(s)))
+}
+
+// LoadStandalone loads and checks settings for a command that is not about
+// the project in the working directory (the demo): its gocrawl.yaml is not
+// read unless --settings names it.
+func (f *SettingsFlags) LoadStandalone(a *App) (*settings.Settings, error) {
+	return loadChecked(settings.LoadOptions{File: f.file, NoFile: f.file == "", Environ: a.Environ, Overrides: f.overrides})
+}
+
+// loadChecked is settings.Load then settings.Validate, every problem of
+// both in one usage error.
+func loadChecked(opts settings.LoadOptions) (*settings.Settings, error) {
+	s, err := settings.Load(opts)
+	if verr := settings.Validate(s); verr != nil {
+		err = errors.Join(err, verr)
+	}
 	if err != nil {
 		return nil, SettingsError(err)
 	}
 	return s, nil
 }
 
-// LoadStandalone loads settings for a command that is not about the
-// project in the working directory (the demo, a one-off fetch): its
-// gocrawl.yaml is not read unless --settings names it.
-func (f *SettingsFlags) LoadStandalone(a *App) (*settings.Settings, error) {
-	opts := settings.LoadOptions{File: f.file, NoFile: f.file == "", Environ: a.Environ, Overrides: f.overrides}
-	s, err := settings.Load(opts)
-	if err != nil {
-		return nil, SettingsError(err)
+// problems turns the usage problems of a command (settings, arguments,
+// output files) into one usage error listing them all, or nil.
+func problems(errs ...error) error {
+	var all []error
+	for _, e := range errs {
+		if e == nil {
+			continue
+		}
+		var ee *ExitError
+		if errors.As(e, &ee) && ee.Code == ExitUsage {
+			e = ee.Err
+		}
+		for _, p := range settings.Errors(e) {
+			if p != nil {
+				all = append(all, p)
+			}
+		}
 	}
-	return s, nil
+	switch len(all) {
+	case 0:
+		return nil
+	case 1:
+		return UsageError(all[0])
+	}
+	lines := make([]string, len(all))
+	for i, e := range all {
+		lines[i] = e.Error()
+	}
+	return UsageErrorf("%d problems:\n%s", len(all), strings.Join(lines, "\n"))
 }
 
 // SettingsError turns the problems of settings.Load into one usage error
@@ -175,14 +225,21 @@ func (a *App) Crawl(ctx context.Context, spec CrawlSpec) (*engine.Result, error)
 
 // buildFeeds returns the exporters of the FEEDS setting plus those of -o
 // (append) and -O (overwrite) with format from -t or the extension.
-func buildFeeds(s *settings.Settings, stdout io.Writer, appendTo, overwrite []string, format string) ([]*feed.Exporter, error) {
+//
+// With settingsOK false (the settings have problems of their own, already
+// reported), FEEDS is skipped and only -o and -O are checked.
+func buildFeeds(s *settings.Settings, settingsOK bool, stdout io.Writer, appendTo, overwrite []string, format string) ([]*feed.Exporter, error) {
 	if len(appendTo) > 0 && len(overwrite) > 0 {
 		return nil, UsageErrorf("use -o FILE (append) or -O FILE (overwrite), not both")
 	}
-	exs, err := feed.FromSettings(s)
-	if err != nil {
-		return nil, UsageError(err)
+	var exs []*feed.Exporter
+	if settingsOK {
+		var err error
+		if exs, err = feed.FromSettings(s); err != nil {
+			return nil, UsageError(err)
+		}
 	}
+	var err error
 	var f feed.Format
 	if format != "" {
 		if f, err = feed.ParseFormat(format); err != nil {
@@ -236,11 +293,61 @@ func buildFeeds(s *settings.Settings, stdout io.Writer, appendTo, overwrite []st
 		if err := ex.Check(); err != nil {
 			return nil, UsageError(err)
 		}
+		if p != "<writer>" {
+			if err := probeWritable(p); err != nil {
+				return nil, UsageErrorf("feed %s: %v", ex.Path(), err)
+			}
+		}
 	}
 	if format != "" && len(appendTo)+len(overwrite) == 0 {
 		return nil, UsageErrorf("-t %s needs an output file: -o FILE or -O FILE", format)
 	}
 	return exs, nil
+}
+
+// probeWritable checks, before the first request, that path can be opened
+// for writing, by opening it (and its missing directories) the way the
+// export will, and removing what did not exist before. Checking
+// permission bits is not enough: they do not apply to root, and a
+// read-only file system or /proc refuse anyway.
+func probeWritable(path string) error {
+	var created []string
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		created = append(created, d)
+	}
+	defer func() {
+		for _, d := range created { // deepest first
+			os.Remove(d)
+		}
+	}()
+	if len(created) > 0 {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("cannot create its directory: %w", unwrapPath(err))
+		}
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("cannot write it: %w", unwrapPath(err))
+	}
+	f.Close()
+	if errors.Is(statErr, fs.ErrNotExist) {
+		os.Remove(path)
+	}
+	return nil
+}
+
+// unwrapPath drops the *fs.PathError around err, whose path the message
+// already names.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // logDeprecated warns about deprecated settings in use.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/feed"
 	"github.com/gocrawl/gocrawl/jobdir"
-	"github.com/gocrawl/gocrawl/pqueue/pebbleq"
+	"github.com/gocrawl/gocrawl/report"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
@@ -154,14 +154,10 @@ func inspectJob(ctx context.Context, w io.Writer, j *jobdir.Job, top int) error 
 	m := j.Metadata()
 	fmt.Fprintf(w, "Job %s\n  spider:  %s\n  created: %s\n  format:  %d\n\n", j.Dir(), m.Spider, m.Created.Format(time.RFC3339), m.Version)
 
-	q, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: jobdir.Codec{}, Prefix: jobdir.PrefixQueue})
+	counts, delayed, err := jobdir.QueueCounts(j)
 	if err != nil {
 		return err
 	}
-	if err := q.Open(ctx); err != nil {
-		return fmt.Errorf("reading the queue: %w", err)
-	}
-	counts, delayed := q.Counts()
 	total := delayed
 	for _, n := range counts {
 		total += n
@@ -222,7 +218,7 @@ func inspectJob(ctx context.Context, w io.Writer, j *jobdir.Job, top int) error 
 	fmt.Fprintf(w, "Stats so far: %d\n", len(st))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, k := range slices.Sorted(maps.Keys(st)) {
-		fmt.Fprintf(tw, "  %s\t%v\n", k, st[k])
+		fmt.Fprintf(tw, "  %s\t%s\n", k, report.FormatStat(k, st[k]))
 	}
 	tw.Flush()
 	offs, err := j.FeedOffsets()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/metrics"
+	"github.com/gocrawl/gocrawl/report"
 	"github.com/gocrawl/gocrawl/settings"
 )
 
@@ -38,6 +39,10 @@ func (a *App) startMetrics(s *settings.Settings, opts *engine.Options) (*metrics
 	if err != nil {
 		return nil, err
 	}
+	// METRICS_ADDR serves the report of the crawl so far at "/".
+	refresh := max(2*time.Second, s.Seconds("METRICS_SERIES_INTERVAL"))
+	mon.Handle("/", report.Handler(func() *report.Data { return report.FromDump(mon.Dump(""), "the running crawl") },
+		report.Options{Scopes: s.Int("METRICS_SUMMARY_SCOPES")}, refresh))
 	opts.Observers = append(opts.Observers, mon.Recorder())
 	return mon, nil
 }
@@ -63,15 +68,23 @@ func (a *App) finishMetrics(mon *metrics.Monitor, e *engine.Engine, s *settings.
 	}
 }
 
+// takeFinished returns (and forgets) the final metrics of res's crawl.
+func takeFinished(res *engine.Result) (finishedMetrics, bool) {
+	v, ok := finished.LoadAndDelete(res)
+	if !ok {
+		return finishedMetrics{}, false
+	}
+	return v.(finishedMetrics), true
+}
+
 // metricsSummary adds the politeness lines to the end-of-crawl summary:
 // the observed start rate, retries and backoff, then one line per scope
 // (the METRICS_SUMMARY_SCOPES most requested).
 func metricsSummary(tw io.Writer, res *engine.Result) {
-	v, ok := finished.LoadAndDelete(res)
+	f, ok := takeFinished(res)
 	if !ok {
 		return
 	}
-	f := v.(finishedMetrics)
 	g := f.snap.Global
 	var backoff float64
 	for _, sc := range f.snap.Scopes {

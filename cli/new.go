@@ -1,17 +1,18 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"go/format"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
-	"text/template"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/modfile"
@@ -29,22 +30,31 @@ func newCommand(a *App) *cobra.Command {
 	var (
 		modName    string
 		spiderName string
+		domain     string
+		kind       string
 		sourceDir  string
+		noReplace  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "new DIR",
 		Short: "Create a new crawler project (a Go module) in DIR",
 		Long: `Create a Go module in DIR with:
 
-  main.go          the command line (cli.Main) with your spider registered
-  spiders/NAME.go  a spider to edit: start URL, what to extract, what to follow
-  gocrawl.yaml     the project's settings (DOWNLOAD_DELAY: 1, ROBOTSTXT_OBEY: true)
-  go.mod, go.sum   requiring gocrawl
+  main.go             the command line (cli.Main) with the project's spiders
+  spiders/spiders.go  the list of spiders: each spider's file registers itself
+  spiders/NAME.go     a spider to edit (template -t KIND, default basic)
+  spiders/NAME_test.go  a test of its callback (basic template)
+  gocrawl.yaml        the project's settings (DOWNLOAD_DELAY: 1, ROBOTSTXT_OBEY: true)
+  go.mod, go.sum      requiring gocrawl
 
-When this gocrawl runs from a source checkout, go.mod gets a replace
-directive pointing at it, so the project builds offline right away:
+The spider crawls --domain (default quotes.toscrape.com, the Scrapy tutorial's
+site); add more with "go run . genspider NAME DOMAIN" in the project.
 
-  cd DIR && go run . run NAME -a start_url=https://example.com/`,
+When this gocrawl was built from a source checkout, go.mod gets a replace
+directive pointing at it (a relative path), so the project builds offline at
+once; --no-replace requires the released module instead (run go mod tidy).`,
+		Example: `  gocrawl new quotesbot && cd quotesbot && go run . run example -O items.jsonl
+  gocrawl new shop --spider books --domain books.toscrape.com`,
 		Args: ExactArgs(1, "the directory to create"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
@@ -54,35 +64,46 @@ directive pointing at it, so the project builds offline right away:
 			if err := module.CheckImportPath(modName); err != nil {
 				return UsageErrorf("module path %q: %v; choose one with --module", modName, err)
 			}
-			if !regexp.MustCompile(`^[a-z][a-z0-9_]*$`).MatchString(spiderName) {
-				return UsageErrorf("spider name %q: use lower-case letters, digits and underscores, starting with a letter", spiderName)
-			}
-			if sourceDir == "" {
-				sourceDir = sourceCheckout()
-			} else if !isCheckout(sourceDir) {
-				return UsageErrorf("--gocrawl-dir %s: not a gocrawl source checkout (no go.mod for %s there)", sourceDir, modulePath)
-			}
-			files, err := scaffold(modName, spiderName, sourceDir)
+			d, err := newSpiderData(spiderName, domain, "spiders")
 			if err != nil {
 				return err
 			}
-			if err := writeProject(dir, files); err != nil {
+			switch {
+			case noReplace:
+				sourceDir = ""
+			case sourceDir == "":
+				sourceDir = sourceCheckout()
+			case !isCheckout(sourceDir):
+				return UsageErrorf("--gocrawl-dir %s: not a gocrawl source checkout (no go.mod for %s there)", sourceDir, modulePath)
+			}
+			if err := checkNewDir(dir); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.Stdout, "Created %s (module %s) with spider %q.\n\n", dir, modName, spiderName)
+			files, err := scaffold(dir, modName, kind, d, sourceDir)
+			if err != nil {
+				return err
+			}
+			if err := writeFiles(dir, files); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.Stdout, "Created %s (module %s) with the %s spider %q for %s.\n\n", dir, modName, kind, d.Name, d.Domain)
 			if sourceDir == "" {
 				fmt.Fprintf(a.Stdout, "  cd %s && go mod tidy   # downloads gocrawl and its dependencies\n", dir)
 			} else {
 				fmt.Fprintf(a.Stdout, "  cd %s                  # go.mod uses the gocrawl checkout in %s\n", dir, sourceDir)
 			}
-			fmt.Fprintf(a.Stdout, "  go run . run %s -a start_url=https://quotes.toscrape.com/ -O items.jsonl\n", spiderName)
+			fmt.Fprintf(a.Stdout, "  go run . run %s -O items.jsonl\n", d.Name)
+			fmt.Fprintf(a.Stdout, "  go run . genspider NAME DOMAIN   # add a spider\n")
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&modName, "module", "", "module path of the new project (default: the directory's name)")
 	f.StringVar(&spiderName, "spider", "example", "`NAME` of the spider to create")
+	f.StringVar(&domain, "domain", "quotes.toscrape.com", "the spider's `DOMAIN`, or its start URL")
+	f.StringVarP(&kind, "template", "t", "basic", "spider template `KIND`: "+strings.Join(SpiderKinds(), ", "))
 	f.StringVar(&sourceDir, "gocrawl-dir", "", "gocrawl source checkout to use with a replace directive (default: this binary's checkout, if any)")
+	f.BoolVar(&noReplace, "no-replace", false, "require the released gocrawl module, without a replace directive")
 	return cmd
 }
 
@@ -117,9 +138,36 @@ func isCheckout(dir string) bool {
 }
 
 // scaffold returns the new project's files by path.
-func scaffold(modName, spiderName, sourceDir string) (map[string][]byte, error) {
+func scaffold(dir, modName, kind string, d SpiderData, sourceDir string) (map[string][]byte, error) {
 	files := map[string][]byte{}
-	gomod, gosum, err := projectGoMod(modName, sourceDir)
+	spiderFile, err := renderSpider(kind, d)
+	if err != nil {
+		return nil, err
+	}
+	files["spiders/"+d.Name+".go"] = spiderFile
+	data := struct {
+		SpiderData
+		Module string
+	}{d, modName}
+	for name, tmpl := range map[string]string{
+		"main.go":            "main.go.tmpl",
+		"spiders/spiders.go": "spiders.go.tmpl",
+	} {
+		if files[name], err = renderGo("templates/project/"+tmpl, data); err != nil {
+			return nil, err
+		}
+	}
+	if kind == "basic" {
+		if files["spiders/"+d.Name+"_test.go"], err = renderGo("templates/project/spider_test.go.tmpl", data); err != nil {
+			return nil, err
+		}
+	}
+	for name, tmpl := range map[string]string{"gocrawl.yaml": "gocrawl.yaml.tmpl", ".gitignore": "gitignore.tmpl"} {
+		if files[name], err = renderFile("templates/project/"+tmpl, data); err != nil {
+			return nil, err
+		}
+	}
+	gomod, gosum, err := projectGoMod(dir, modName, sourceDir, importsOf(files))
 	if err != nil {
 		return nil, err
 	}
@@ -127,35 +175,36 @@ func scaffold(modName, spiderName, sourceDir string) (map[string][]byte, error) 
 	if gosum != nil {
 		files["go.sum"] = gosum
 	}
-	data := struct {
-		Module, Spider, Type string
-	}{modName, spiderName, exportedName(spiderName)}
-	for name, tmpl := range map[string]string{
-		"main.go":                            mainTmpl,
-		"spiders/" + spiderName + ".go":      spiderTmpl,
-		"spiders/" + spiderName + "_test.go": spiderTestTmpl,
-		"gocrawl.yaml":                       yamlTmpl,
-		".gitignore":                         "*.jsonl\n*.csv\n*.json\n",
-	} {
-		var b bytes.Buffer
-		if err := template.Must(template.New(name).Parse(tmpl)).Execute(&b, data); err != nil {
-			return nil, err
-		}
-		out := b.Bytes()
-		if strings.HasSuffix(name, ".go") {
-			if out, err = format.Source(out); err != nil {
-				return nil, fmt.Errorf("scaffold %s: %w", name, err)
-			}
-		}
-		files[name] = out
-	}
 	return files, nil
 }
 
+// importsOf returns the import paths of the Go files among files.
+func importsOf(files map[string][]byte) []string {
+	var out []string
+	fset := token.NewFileSet()
+	for name, src := range files {
+		if !strings.HasSuffix(name, ".go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, src, parser.ImportsOnly)
+		if err != nil {
+			continue
+		}
+		for _, imp := range f.Imports {
+			if p, err := strconv.Unquote(imp.Path.Value); err == nil && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
 // projectGoMod writes go.mod requiring gocrawl. With a checkout, it adds a
-// replace directive to it and copies its requirements and go.sum, so the
-// project builds without downloading anything.
-func projectGoMod(modName, sourceDir string) (gomod, gosum []byte, err error) {
+// replace directive to it (relative to dir when possible) and copies its
+// requirements and go.sum, so the project builds without downloading
+// anything. Requirements the project's files import (gocrawl, goquery)
+// are direct, the others indirect.
+func projectGoMod(dir, modName, sourceDir string, imports []string) (gomod, gosum []byte, err error) {
 	f := &modfile.File{}
 	if err := f.AddModuleStmt(modName); err != nil {
 		return nil, nil, err
@@ -163,6 +212,14 @@ func projectGoMod(modName, sourceDir string) (gomod, gosum []byte, err error) {
 	goVersion := strings.TrimPrefix(runtime.Version(), "go")
 	if i := strings.IndexAny(goVersion, " -"); i >= 0 {
 		goVersion = goVersion[:i]
+	}
+	direct := func(mod string) bool {
+		for _, p := range imports {
+			if p == mod || strings.HasPrefix(p, mod+"/") {
+				return true
+			}
+		}
+		return false
 	}
 	if sourceDir != "" {
 		data, err := os.ReadFile(filepath.Join(sourceDir, "go.mod"))
@@ -177,9 +234,9 @@ func projectGoMod(modName, sourceDir string) (gomod, gosum []byte, err error) {
 			goVersion = src.Go.Version
 		}
 		for _, r := range src.Require {
-			f.AddNewRequire(r.Mod.Path, r.Mod.Version, true)
+			f.AddNewRequire(r.Mod.Path, r.Mod.Version, !direct(r.Mod.Path))
 		}
-		if err := f.AddReplace(modulePath, "", sourceDir, ""); err != nil {
+		if err := f.AddReplace(modulePath, "", replacePath(dir, sourceDir), ""); err != nil {
 			return nil, nil, err
 		}
 		gosum, err = os.ReadFile(filepath.Join(sourceDir, "go.sum"))
@@ -194,29 +251,40 @@ func projectGoMod(modName, sourceDir string) (gomod, gosum []byte, err error) {
 	f.SetRequireSeparateIndirect(f.Require)
 	f.Cleanup()
 	gomod, err = f.Format()
-	return gomod, gosum, err
-}
-
-func exportedName(s string) string {
-	var b strings.Builder
-	up := true
-	for _, r := range s {
-		if r == '_' {
-			up = true
-			continue
-		}
-		if up {
-			b.WriteString(strings.ToUpper(string(r)))
-			up = false
-		} else {
-			b.WriteRune(r)
-		}
+	if err != nil {
+		return nil, nil, err
 	}
-	return b.String()
+	if sourceDir != "" {
+		gomod = append(gomod, []byte("\n// The replace directive above builds this project with the gocrawl\n"+
+			"// checkout it was created from. To use a released gocrawl instead:\n"+
+			"//   go mod edit -dropreplace "+modulePath+" && go mod tidy\n")...)
+	}
+	return gomod, gosum, nil
 }
 
-// writeProject creates dir (which must not exist or be empty) and files.
-func writeProject(dir string, files map[string][]byte) error {
+// replacePath is the checkout's path as seen from the project dir:
+// relative when both are on the same volume (the project keeps building
+// when the two move together), absolute otherwise. A relative path
+// starts with ./ or ../, as go.mod requires.
+func replacePath(dir, sourceDir string) string {
+	absDir, err1 := filepath.Abs(dir)
+	absSrc, err2 := filepath.Abs(sourceDir)
+	if err1 != nil || err2 != nil {
+		return sourceDir
+	}
+	rel, err := filepath.Rel(absDir, absSrc)
+	if err != nil {
+		return absSrc
+	}
+	rel = filepath.ToSlash(rel)
+	if !strings.HasPrefix(rel, "../") && rel != ".." {
+		rel = "./" + rel
+	}
+	return rel
+}
+
+// checkNewDir refuses a DIR that exists and is not empty.
+func checkNewDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case err == nil && len(entries) > 0:
@@ -224,148 +292,25 @@ func writeProject(dir string, files map[string][]byte) error {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return UsageErrorf("%s: %v", dir, err)
 	}
-	for name, content := range files {
+	return nil
+}
+
+// writeFiles writes files (by slash-separated path) under dir.
+func writeFiles(dir string, files map[string][]byte) error {
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range files {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, content, 0o644); err != nil {
+		if err := os.WriteFile(p, files[name], 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
 }
-
-const mainTmpl = `// Command {{.Module}} runs this project's spiders:
-//
-//	go run . list
-//	go run . run {{.Spider}} -a start_url=https://quotes.toscrape.com/ -O items.jsonl
-//	go run . settings
-package main
-
-import (
-	"github.com/gocrawl/gocrawl/cli"
-
-	"{{.Module}}/spiders"
-)
-
-func main() {
-	cli.Main(spiders.New{{.Type}}())
-}
-`
-
-const spiderTmpl = `// Package spiders holds this project's spiders.
-package spiders
-
-import (
-	"context"
-	"errors"
-	"iter"
-	"strings"
-
-	"github.com/gocrawl/gocrawl/spider"
-)
-
-// Page is the item {{.Spider}} emits for every page.
-type Page struct {
-	URL     string   ` + "`json:\"url\"`" + `
-	Title   string   ` + "`json:\"title\"`" + `
-	Heading string   ` + "`json:\"heading\"`" + `
-	Links   int      ` + "`json:\"links\"`" + `
-}
-
-// {{.Type}} crawls one site from start_url, following its "next" links.
-type {{.Type}} struct {
-	StartURL string
-}
-
-// New{{.Type}} returns the spider; the start URL comes from -a start_url.
-func New{{.Type}}() *{{.Type}} { return &{{.Type}}{} }
-
-// Name is what you pass to ` + "`run`" + `.
-func (*{{.Type}}) Name() string { return "{{.Spider}}" }
-
-// SetArgs receives -a NAME=VALUE arguments.
-func (s *{{.Type}}) SetArgs(args map[string]string) error {
-	s.StartURL = strings.TrimSpace(args["start_url"])
-	if s.StartURL == "" {
-		return errors.New("pass the page to start from: -a start_url=https://...")
-	}
-	_, err := spider.ParseURL(s.StartURL)
-	return err
-}
-
-// Settings are this spider's own settings; they override gocrawl.yaml.
-func (*{{.Type}}) Settings() map[string]any {
-	return map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 2}
-}
-
-// Start yields the first requests; Parse handles their responses.
-func (s *{{.Type}}) Start(ctx context.Context) iter.Seq2[*spider.Request, error] {
-	return func(yield func(*spider.Request, error) bool) {
-		yield(spider.NewRequest(s.StartURL, nil))
-	}
-}
-
-// Parse extracts one Page per response and follows "next" links.
-func (s *{{.Type}}) Parse(ctx context.Context, res *spider.Response, out spider.Output) error {
-	doc, err := res.Doc()
-	if err != nil {
-		return err // not HTML: logged and counted
-	}
-	out.Item(Page{
-		URL:     res.URL.String(),
-		Title:   strings.TrimSpace(doc.Find("title").First().Text()),
-		Heading: strings.TrimSpace(doc.Find("h1").First().Text()),
-		Links:   doc.Find("a[href]").Length(),
-	})
-	out.FollowAll(res, doc.Find("li.next a, a[rel=next]"), s.Parse)
-	return nil
-}
-`
-
-const spiderTestTmpl = `package spiders
-
-import (
-	"context"
-	"net/http"
-	"testing"
-
-	"github.com/gocrawl/gocrawl/spider"
-)
-
-func TestParse(t *testing.T) {
-	s := New{{.Type}}()
-	if err := s.SetArgs(map[string]string{"start_url": "https://example.com/"}); err != nil {
-		t.Fatal(err)
-	}
-	req := spider.MustRequest("https://example.com/", nil)
-	res := &spider.Response{URL: req.URL, Status: 200, Request: req,
-		Header: http.Header{"Content-Type": {"text/html"}},
-		Body:   []byte(` + "`" + `<title>T</title><h1>H</h1><ul><li class="next"><a href="/page/2/">Next</a></li></ul>` + "`" + `)}
-	var out spider.Collector
-	if err := s.Parse(context.Background(), res, &out); err != nil {
-		t.Fatal(err)
-	}
-	if len(out.Items) != 1 || out.Items[0].(Page).Title != "T" {
-		t.Errorf("items = %+v", out.Items)
-	}
-	if len(out.Requests) != 1 || out.Requests[0].URL.String() != "https://example.com/page/2/" {
-		t.Errorf("requests = %v", out.Requests)
-	}
-}
-`
-
-const yamlTmpl = `# Settings of this project, read by ` + "`go run . run ...`" + ` from the working
-# directory. Override them per run with GOCRAWL_<NAME>=VALUE or -s NAME=VALUE;
-# list every setting with ` + "`go run . settings`" + `.
-
-# Wait at least one second between two requests to the same site: be polite.
-DOWNLOAD_DELAY: 1
-# Fetch robots.txt and respect its rules and Crawl-delay.
-ROBOTSTXT_OBEY: true
-
-# Write items here on every run (or pass -o / -O FILE).
-# FEEDS:
-#   items.jsonl: {format: jsonl, overwrite: true}
-`

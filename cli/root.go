@@ -20,8 +20,11 @@ spider's own settings < GOCRAWL_<NAME> environment variables < -s NAME=VALUE.`,
 	root.SetOut(a.Stdout)
 	root.SetErr(a.Stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return UsageErrorf("%v (see 'gocrawl %s --help')", err, c.Name())
+		return UsageErrorf("%v (see '%s --help')", err, c.CommandPath())
 	})
+	// gocrawl --version prints what `gocrawl version` prints.
+	root.Version = versionString()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.CompletionOptions.DisableDefaultCmd = true
 	for _, build := range commands {
 		root.AddCommand(build(a))

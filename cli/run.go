@@ -46,26 +46,29 @@ docs/distributed.md.`,
 			if err != nil {
 				return err
 			}
-			spArgs, err := parseArgs(args)
+			// Every problem of the command line, the spider's arguments,
+			// the settings and the output files is reported at once.
+			spArgs, argErr := parseArgs(args)
+			if argErr == nil {
+				argErr = ApplyArgs(sp, spArgs)
+			}
+			s, setErrs := sf.load(a, sp)
+			feeds, feedErr := buildFeeds(s, len(setErrs) == 0, a.Stdout, appendTo, overwrite, format)
+			var dumpErr error
+			if path := s.String("STATS_DUMP_FILE"); path != "" {
+				if err := probeWritable(path); err != nil {
+					dumpErr = UsageErrorf("STATS_DUMP_FILE %s: %v", path, err)
+				}
+			}
+			if err := problems(append([]error{argErr, feedErr, dumpErr}, setErrs...)...); err != nil {
+				return err
+			}
+			logs, err := OpenLogs(s, a.Stderr)
 			if err != nil {
 				return err
 			}
-			if err := ApplyArgs(sp, spArgs); err != nil {
-				return err
-			}
-			s, err := sf.Load(a, sp)
-			if err != nil {
-				return err
-			}
-			feeds, err := buildFeeds(s, a.Stdout, appendTo, overwrite, format)
-			if err != nil {
-				return err
-			}
-			log, closeLog, err := NewLogger(s, a.Stderr)
-			if err != nil {
-				return err
-			}
-			defer closeLog()
+			defer logs.Close()
+			log := logs.Logger
 			logDeprecated(log, s)
 			if err := checkJobSettings(s); err != nil {
 				return err
@@ -95,7 +98,7 @@ docs/distributed.md.`,
 				return err
 			}
 			if s.Bool("STATS_DUMP") {
-				WriteSummary(a.Stderr, sp.Name(), res)
+				logs.Summary(sp.Name(), res)
 			}
 			if err != nil {
 				return err

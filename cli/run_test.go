@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,10 +60,14 @@ func TestSignalStopsGracefullyWithValidJSON(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
-	for _, want := range []string{"press Ctrl-C again to abort", "--- follow: shutdown after"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
-		}
+	// One format per stream: every line of stderr, the summary included,
+	// is a JSON record.
+	recs := jsonLines(t, stderr.String())
+	if !hasRecord(recs, "message", "shutting down gracefully: in-flight requests finish, exports are closed; press Ctrl-C again to abort") {
+		t.Errorf("no shutdown warning in:\n%s", stderr.String())
+	}
+	if !hasRecord(recs, "message", "crawl summary") || !hasRecord(recs, "reason", "shutdown") {
+		t.Errorf("no crawl summary record with reason shutdown in:\n%s", stderr.String())
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -96,9 +102,75 @@ func TestContextCancelStopsGracefully(t *testing.T) {
 			t.Errorf("line %q: %v", l, err)
 		}
 	}
-	if !strings.Contains(stderr.String(), "--- follow: shutdown after") {
+	// stderr is not a terminal: the summary is a JSON record.
+	if recs := jsonLines(t, stderr.String()); !hasRecord(recs, "message", "crawl summary") {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
 }
 
+// jsonLines decodes every line of s as a JSON object, failing the test on
+// a line that is not one.
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Errorf("not a JSON record: %q", l)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func hasRecord(recs []map[string]any, key string, value any) bool {
+	for _, r := range recs {
+		if r[key] == value {
+			return true
+		}
+	}
+	return false
+}
+
 func spidersForTest() []spider.Spider { return []spider.Spider{follow.New()} }
+
+// The live report is served at METRICS_ADDR / while the crawl runs.
+func TestLiveReportDuringCrawl(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var page string
+	var status int
+	srv := endless(t, 20, func() {
+		res, err := http.Get("http://" + addr + "/")
+		if err == nil {
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			page, status = string(b), res.StatusCode
+		}
+		cancel()
+	})
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"run", "follow", "-a", "start_urls=" + srv.URL + "/0", "-s", "METRICS_ADDR=" + addr,
+		"-s", "METRICS_SERIES_INTERVAL=0.01", "-s", "LOG_FORMAT=json"}, &stdout, &stderr, spidersForTest()...)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if status != 200 {
+		t.Fatalf("GET / during the crawl: status %d", status)
+	}
+	for _, want := range []string{"<title>gocrawl report: follow</title>", `data-live="true"`, "running", `data-plot="global-responses"`, "<script>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("live page lacks %q", want)
+		}
+	}
+	if !hasRecord(jsonLines(t, stderr.String()), "report", "http://"+addr+"/") {
+		t.Errorf("the live report's address is not logged:\n%s", stderr.String())
+	}
+}

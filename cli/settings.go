@@ -26,7 +26,12 @@ func settingsCommand(a *App) *cobra.Command {
 		Long: `Print the effective value of every setting (or of the named ones) and
 where it comes from: default, the settings file with its line, the spider,
 a GOCRAWL_ environment variable, or -s. With one setting name, only its
-value is printed (as JSON for lists and mappings), for use in scripts.`,
+value is printed (as JSON for lists and mappings), for use in scripts.
+
+The settings are checked the way ` + "`run`" + ` checks them before crawling
+(types, throttling scopes, middlewares, item pipelines, feeds, ...): every
+problem is listed at once, with the file and line or the variable or flag it
+comes from, and the exit status is 2.`,
 		Example: `  gocrawl settings
   gocrawl settings DOWNLOAD_DELAY
   gocrawl settings --spider quotes -s DOWNLOAD_DELAY=2 --json`,
@@ -41,6 +46,9 @@ value is printed (as JSON for lists and mappings), for use in scripts.`,
 			s, err := sf.Load(a, sp)
 			if err != nil {
 				return err
+			}
+			for _, w := range s.Warnings() {
+				fmt.Fprintf(a.Stderr, "gocrawl: warning: %s\n", w)
 			}
 			for i, n := range names {
 				names[i] = strings.ToUpper(n)

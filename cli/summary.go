@@ -9,7 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/gocrawl/gocrawl/engine"
+	"github.com/gocrawl/gocrawl/report"
 )
 
 // summarySection adds lines to the end-of-crawl summary; tw is a tab
@@ -47,6 +50,15 @@ func WriteSummary(w io.Writer, spiderName string, res *engine.Result) {
 		errLine += fmt.Sprintf("  invalid start requests: %d", n)
 	}
 	line("errors", errLine)
+	if drops := report.Dropped(st); len(drops) > 0 {
+		var total int64
+		parts := make([]string, len(drops))
+		for i, d := range drops {
+			total += d.Count
+			parts[i] = fmt.Sprintf("%s: %d", d.Class, d.Count)
+		}
+		line("dropped", fmt.Sprintf("%d requests  (%s)", total, strings.Join(parts, ", ")))
+	}
 	line("bytes", humanBytes(st["downloader/response_bytes"]))
 	line("elapsed", res.Elapsed.Round(time.Millisecond).String())
 	line("rate", fmt.Sprintf("%.1f ok responses/s, %.1f completed/s", st["ok_per_second"], st["completed_per_second"]))
@@ -89,4 +101,24 @@ func humanBytes(b float64) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f %s (%d bytes)", v, suffixes[i], int64(b))
+}
+
+// Summary writes the end-of-crawl summary to the log stream: the text of
+// WriteSummary in console format, one "crawl summary" record in JSON
+// (spider, reason, elapsed, dropped requests by class, every stat, and the
+// most requested scopes' measurements), whatever LOG_LEVEL says.
+func (l *Logs) Summary(spiderName string, res *engine.Result) {
+	if l.Console {
+		WriteSummary(l.out, spiderName, res)
+		return
+	}
+	// Log, not Info: STATS_DUMP decides whether the summary is written,
+	// not LOG_LEVEL (as in console format).
+	ev := l.Log().Str(zerolog.LevelFieldName, zerolog.InfoLevel.String()).Str("spider", spiderName).Str("reason", res.Reason).
+		Stringer("elapsed", res.Elapsed.Round(time.Millisecond)).
+		Interface("dropped", report.Dropped(res.Stats)).Interface("stats", res.Stats)
+	if f, ok := takeFinished(res); ok {
+		ev = ev.Interface("scopes", f.snap.Top(f.top))
+	}
+	ev.Msg("crawl summary")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/engine"
+	"github.com/gocrawl/gocrawl/settings"
 )
 
 func TestWriteSummary(t *testing.T) {
@@ -57,7 +58,7 @@ func TestHumanBytes(t *testing.T) {
 	}
 }
 
-func TestParseLevel(t *testing.T) {
+func TestLogLevels(t *testing.T) {
 	for _, tt := range []struct {
 		in   string
 		want zerolog.Level
@@ -65,11 +66,17 @@ func TestParseLevel(t *testing.T) {
 	}{
 		{"DEBUG", zerolog.DebugLevel, false}, {"info", zerolog.InfoLevel, false}, {"WARNING", zerolog.WarnLevel, false},
 		{"warn", zerolog.WarnLevel, false}, {"ERROR", zerolog.ErrorLevel, false}, {"NONE", zerolog.Disabled, false},
-		{"verbose", zerolog.NoLevel, true},
+		{"off", zerolog.Disabled, false}, {"Critical", zerolog.FatalLevel, false}, {"verbose", zerolog.NoLevel, true}, {"LOUD", zerolog.NoLevel, true},
 	} {
-		got, err := parseLevel(tt.in)
-		if (err != nil) != tt.err || got != tt.want {
-			t.Errorf("parseLevel(%q) = %v, %v", tt.in, got, err)
+		s := settings.New()
+		err := s.Set("LOG_LEVEL", tt.in, settings.SourceCommandLine, "-s LOG_LEVEL="+tt.in)
+		if (err != nil) != tt.err {
+			t.Errorf("LOG_LEVEL=%s: err = %v", tt.in, err)
+		}
+		if err == nil {
+			if got := levelOf(s.String("LOG_LEVEL")); got != tt.want {
+				t.Errorf("LOG_LEVEL=%s: level %v, want %v", tt.in, got, tt.want)
+			}
 		}
 	}
 }

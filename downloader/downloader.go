@@ -228,6 +228,9 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	}
 	hres, err := d.client.Do(hreq)
 	if err != nil {
+		if perr := proxyError(ctx, req, err); perr != nil {
+			return nil, perr
+		}
 		return nil, classify(ctx, req, err)
 	}
 	defer hres.Body.Close()

@@ -25,9 +25,10 @@ type Filter struct {
 }
 
 // NewFilter returns a Filter recording fingerprints in set. With debug
-// (DUPEFILTER_DEBUG) every filtered request is logged; otherwise only the
-// first one, with a hint about the setting. st may be nil; set may be nil
-// for a Filter that only reports duplicates found elsewhere (Dropped).
+// (DUPEFILTER_DEBUG) every filtered request is logged at debug level;
+// otherwise only the first one, at info level, with a hint about the
+// setting. st may be nil; set may be nil for a Filter that only reports
+// duplicates found elsewhere (Dropped).
 func NewFilter(set Set, st *stats.Collector, log zerolog.Logger, debug bool) *Filter {
 	return &Filter{set: set, stats: st, log: log, debug: debug}
 }
@@ -60,7 +61,7 @@ func (f *Filter) Dropped(req *spider.Request, fp Fingerprint) {
 	case f.debug:
 		f.log.Debug().Str("url", req.URL.String()).Str("method", req.GetMethod()).Str("fingerprint", fp.String()).Msg("filtered duplicate request")
 	case f.logged.CompareAndSwap(false, true):
-		f.log.Debug().Str("url", req.URL.String()).Str("method", req.GetMethod()).
+		f.log.Info().Str("url", req.URL.Redacted()).Str("method", req.GetMethod()).
 			Msg("filtered duplicate request; no more duplicates will be shown (see DUPEFILTER_DEBUG to show all duplicates)")
 	}
 }

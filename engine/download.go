@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocrawl/gocrawl/errkind"
@@ -28,10 +30,12 @@ import (
 type runKey struct{}
 
 // run is one download of a job: reported is set once its outcome has been
-// reported to the throttler, which frees its scopes.
+// reported to the throttler, which frees its scopes. A rendered page may
+// report early, from the renderer's goroutine (render.WithReport), hence
+// the atomic.
 type run struct {
 	job      *scheduler.Job
-	reported bool
+	reported atomic.Bool
 }
 
 // process is one job's life after the scheduler hands it out: admission
@@ -53,7 +57,7 @@ func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 	}
 
 	res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(dctx, runKey{}, r), job.SentAt), job.Req)
-	if !r.reported {
+	if r.reported.CompareAndSwap(false, true) {
 		// A middleware answered without downloading (cache) or dropped
 		// the request: free the scopes without feedback.
 		e.thr.Done(dctx, job.Req, job.Scopes, job.SentAt, nil, nil)
@@ -121,13 +125,13 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 	} else {
 		e.stats.Inc("downloader/request_method_count/"+m, 1)
 	}
-	res, err := e.dl.Fetch(ctx, req)
+	began := e.clock.Now()
+	res, err := e.send(ctx, req, scopes, r)
 	now := e.clock.Now()
 	// Cut short by Abort, or by the caller of Download giving up: not the
 	// server's doing, so no backoff feedback and no download error.
 	aborted := err != nil && (e.abortCtx.Err() != nil || ctx.Err() != nil)
-	if r != nil && !r.reported {
-		r.reported = true
+	if r != nil && r.reported.CompareAndSwap(false, true) {
 		if aborted {
 			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
 		} else {
@@ -148,6 +152,11 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 		}
 		return nil, err
 	}
+	if ev := e.log.Debug(); ev.Enabled() {
+		ev.Int("status", res.Status).Str("method", req.GetMethod()).Str("url", req.URL.Redacted()).
+			Str("referer", refererOf(req)).Int("bytes", len(res.Body)).Stringer("latency", now.Sub(began).Round(time.Microsecond)).
+			Str("scope", strings.Join(scopes.Names(), " + ")).Msg("response")
+	}
 	e.cResponses.Add(1)
 	e.stats.Inc(statusKey(res.Status), 1)
 	e.cBytes.Add(float64(len(res.Body)))
@@ -166,6 +175,17 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 		scopes, err := e.gate.Scopes(ctx, req)
 		if err != nil {
 			return nil, err
+		}
+		// A rescheduled copy may ask to wait first (throttling_delay: a
+		// redirect's Retry-After, every proxy of the pool resting).
+		if d := throttling.TakeRequestDelay(req); d > 0 {
+			t := e.clock.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C():
+			}
 		}
 		for !isOffline(req) {
 			w := e.starts.Wait(e.clock.Now())
@@ -192,7 +212,7 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 		}
 		r := &run{job: &scheduler.Job{Req: req, Scopes: scopes, Admitted: true, SentAt: sentAt}}
 		res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(ctx, runKey{}, r), sentAt), req)
-		if !r.reported {
+		if r.reported.CompareAndSwap(false, true) {
 			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
 		}
 		var resched *middleware.RescheduleError
@@ -230,6 +250,14 @@ func (g offlineThrottler) Scopes(ctx context.Context, req *spider.Request) (thro
 		return nil, nil
 	}
 	return g.Throttler.Scopes(ctx, req)
+}
+
+// refererOf is the Referer header req was sent with, "-" without one.
+func refererOf(req *spider.Request) string {
+	if r := req.Header.Get("Referer"); r != "" {
+		return r
+	}
+	return "-"
 }
 
 func isOffline(req *spider.Request) bool {

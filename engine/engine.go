@@ -47,6 +47,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -90,6 +91,11 @@ type Options struct {
 	// processes (a distributed crawl, REDIS_URL), or nil. It cannot be used
 	// with Job. The caller opens and closes it (see package redisjob).
 	Shared Shared
+	// StartRequests, when set, replaces the spider's Start: the crawl
+	// begins with these requests and everything else (settings, callbacks,
+	// middlewares) is the spider's. `gocrawl parse` and `gocrawl fetch`
+	// crawl one URL this way.
+	StartRequests iter.Seq2[*spider.Request, error]
 }
 
 // Observer is told about every HTTP request the crawl sends: when it is
@@ -130,6 +136,9 @@ type Engine struct {
 	pipes     []pipeline.Named
 	observers []Observer
 	starts    *throttling.StartLimiter
+	rd        *renderers                        // headless Chromium (handlers.go)
+	startReqs iter.Seq2[*spider.Request, error] // Options.StartRequests
+	dropSeen  sync.Map                          // drop reasons already logged at INFO
 
 	maxInflight int
 	itemSem     chan struct{}
@@ -179,6 +188,7 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	e := &Engine{
 		sp: sp, set: s, clock: opts.Clock, log: opts.Log, stats: opts.Stats, job: opts.Job, shared: opts.Shared,
 		observers:   opts.Observers,
+		startReqs:   opts.StartRequests,
 		maxInflight: s.Int("CONCURRENT_REQUESTS"),
 		itemSem:     make(chan struct{}, max(1, s.Int("CONCURRENT_ITEMS"))),
 		events:      make(chan event, 1024),
@@ -213,6 +223,9 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	if err := e.restoreJob(); err != nil {
 		return nil, err
 	}
+	if err := e.initRender(); err != nil {
+		return nil, err
+	}
 	startRate := s.Float("MAX_STARTS_PER_SECOND")
 	if opts.Shared != nil {
 		startRate = 0 // the shared frontier enforces it for the whole job
@@ -226,27 +239,32 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	// in which case the request gets no throttling scopes.
 	e.fetch, err = middleware.NewDownloaderChain(e.crawler, middleware.FetcherFunc(e.fetchAndReport))
 	if err != nil {
+		e.rd.close()
 		return nil, err
 	}
 	e.gate = offlineThrottler{Throttler: thr, chain: e.fetch}
 	storage, err := e.jobStorage()
 	if err != nil {
 		_ = e.fetch.Close()
+		e.rd.close()
 		return nil, err
 	}
 	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Throttler: e.gate, Stats: e.stats, Log: opts.Log, Clock: opts.Clock, Storage: storage})
 	if err != nil {
 		_ = e.fetch.Close()
+		e.rd.close()
 		return nil, err
 	}
 	e.handle, _, err = middleware.BuildSpider(e.crawler, middleware.HandlerFunc(e.callback))
 	if err != nil {
 		_ = e.fetch.Close()
+		e.rd.close()
 		return nil, err
 	}
 	pipes, err := pipeline.Build(e.crawler)
 	if err != nil {
 		_ = e.fetch.Close()
+		e.rd.close()
 		return nil, err
 	}
 	e.pipes = append(pipes, opts.Pipelines...)
@@ -283,7 +301,7 @@ func (e *Engine) Abort() {
 // with reason "shutdown").
 func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	start := e.clock.Now()
-	e.stats.Set("start_time", float64(start.Unix()))
+	e.stats.Set("start_time", float64(start.UnixMilli())/1000) // Unix seconds, to the millisecond
 	// Work (downloads, callbacks) must survive a graceful stop: only Abort
 	// cancels it. ctx's cancellation is watched by the loop instead.
 	cctx := spider.WithCrawler(context.WithoutCancel(ctx), e.crawler)
@@ -345,6 +363,7 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 		errs = append(errs, err)
 	}
 	e.dl.Close()
+	e.rd.close()
 	if c, ok := e.sp.(spider.Closer); ok {
 		if err := c.Close(ctx, reason); err != nil {
 			errs = append(errs, fmt.Errorf("closing spider: %w", err))
@@ -357,14 +376,14 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 func (e *Engine) finishStats(elapsed time.Duration, reason string) {
 	secs := elapsed.Seconds()
 	e.stats.Set("elapsed_time_seconds", secs)
-	e.stats.Set("finish_time", float64(e.clock.Now().Unix()))
+	e.stats.Set("finish_time", float64(e.clock.Now().UnixMilli())/1000)
 	if secs > 0 {
 		ok := e.stats.Get("downloader/response_ok_count")
 		completed := e.stats.Get("downloader/response_count") + e.stats.Get("downloader/exception_count")
 		e.stats.Set("ok_per_second", ok/secs)
 		e.stats.Set("completed_per_second", completed/secs)
 	}
-	e.log.Info().Str("reason", reason).Dur("elapsed", elapsed).Msg("spider closed")
+	e.log.Info().Str("reason", reason).Stringer("elapsed", elapsed.Round(time.Millisecond)).Msg("spider closed")
 }
 
 // mergeCancel returns a context that is done when either a or b is.

@@ -84,7 +84,11 @@ type loopState struct {
 
 func (e *Engine) newLoop(ctx context.Context, done <-chan struct{}) *loopState {
 	l := &loopState{e: e, ctx: ctx, runDone: done, work: make(chan *scheduler.Job)}
-	l.next, l.stopStarts = iter.Pull2(e.sp.Start(ctx))
+	starts := e.startReqs
+	if starts == nil {
+		starts = e.sp.Start(ctx)
+	}
+	l.next, l.stopStarts = iter.Pull2(starts)
 	l.lowWater = max(4*e.maxInflight, 256)
 	if e.maxInflight > 0 {
 		l.maxActive = 2*e.maxInflight + 16

@@ -103,7 +103,16 @@ func (e *Engine) failed(ctx context.Context, req *spider.Request, err error, out
 
 func (e *Engine) dropped(ctx context.Context, req *spider.Request, drop *middleware.DropError, out spider.Output) {
 	e.stats.Inc("engine/dropped/"+drop.Reason, 1)
-	e.log.Debug().Str("url", req.URL.Redacted()).Str("reason", drop.Reason).Msg("request dropped")
+	// The first drop of each reason is worth seeing (a crawl that ends
+	// with 0 items because robots.txt was unreachable should say so); the
+	// others are counted in the summary.
+	ev := e.log.Debug()
+	msg := "request dropped"
+	if _, seen := e.dropSeen.LoadOrStore(drop.Reason, true); !seen {
+		ev = e.log.Info()
+		msg = "request dropped; further drops for this reason are logged at DEBUG and counted in the summary"
+	}
+	ev.Str("url", req.URL.Redacted()).Str("reason", drop.Reason).AnErr("why", drop.Err).Msg(msg)
 	e.errback(ctx, req, drop, out)
 }
 

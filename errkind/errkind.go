@@ -53,6 +53,11 @@ var (
 	// DOWNLOAD_MAXSIZE (or the download_maxsize meta); the download was
 	// cancelled at the limit.
 	ResponseTooLarge = New("ResponseTooLargeError")
+	// ProxyFailed: the request's proxy could not be connected to, or
+	// refused the tunnel (CONNECT) to the target. It says nothing about
+	// the target host, so it is not in BACKOFF_EXCEPTIONS: the ProxyPool
+	// middleware rests the proxy and retries on another one.
+	ProxyFailed = New("ProxyError")
 )
 
 var (
@@ -61,7 +66,7 @@ var (
 )
 
 func init() {
-	for _, k := range []*Kind{DownloadFailed, DownloadTimeout, ResponseDataLoss, ResponseTooLarge} {
+	for _, k := range []*Kind{DownloadFailed, DownloadTimeout, ResponseDataLoss, ResponseTooLarge, ProxyFailed} {
 		Register(k.name, k)
 	}
 }

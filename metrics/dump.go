@@ -14,12 +14,30 @@ import (
 // Dump is the document STATS_DUMP_FILE receives: the crawl's stats and the
 // metrics snapshot.
 type Dump struct {
+	// Spider is the name of the spider that crawled.
+	Spider string `json:"spider,omitempty"`
 	// Reason the crawl ended.
 	Reason string `json:"reason,omitempty"`
 	// Stats is the final stats snapshot (metrics/... keys included).
 	Stats map[string]float64 `json:"stats"`
 	// Metrics holds the global and per-scope measurements.
 	Metrics Snapshot `json:"metrics"`
+	// Series is the crawl over time (the busiest scopes), for plots; nil
+	// in dumps written before it existed.
+	Series *Series `json:"series,omitempty"`
+	// Limits are the throttling limits of every scope in Metrics, as of
+	// the end of the crawl, keyed by scope.
+	Limits map[string]ScopeLimits `json:"limits,omitempty"`
+}
+
+// ScopeLimits are a scope's configured and current throttling limits,
+// for reports.
+type ScopeLimits struct {
+	ConfiguredDelay       float64 `json:"configured_delay_seconds"`
+	ConfiguredConcurrency int     `json:"configured_concurrency"`
+	Delay                 float64 `json:"delay_seconds"`
+	Concurrency           int     `json:"concurrency"`
+	BackoffLevel          int     `json:"backoff_level,omitempty"`
 }
 
 // ScopesCSVPath returns where WriteDump puts the per-scope CSV for a JSON
@@ -29,8 +47,9 @@ func ScopesCSVPath(jsonPath string) string {
 }
 
 // WriteDump writes d as indented JSON to path and every scope of d.Metrics
-// as CSV to ScopesCSVPath(path), for plotting. Each file is written to a
-// temporary name first and renamed, so a reader never sees half a file.
+// as CSV to ScopesCSVPath(path), for plotting, creating path's directory if
+// needed. Each file is written to a temporary name first and renamed, so a
+// reader never sees half a file.
 func WriteDump(path string, d Dump) error {
 	if path == "" {
 		return fmt.Errorf("STATS_DUMP_FILE: empty path")
@@ -79,6 +98,9 @@ func WriteScopesCSV(out io.Writer, s Snapshot) error {
 
 func writeAtomic(path string, fill func(*os.File) error) error {
 	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("STATS_DUMP_FILE: %w", err)
+	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("STATS_DUMP_FILE: %w", err)

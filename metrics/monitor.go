@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -48,12 +49,14 @@ type MonitorOptions struct {
 //	snap, err := mon.Finish(res.Reason)
 //	metrics.WriteSummary(os.Stderr, snap, set.Int("METRICS_SUMMARY_SCOPES"))
 type Monitor struct {
-	set   *settings.Settings
-	clock clock.Clock
-	rec   *Recorder
-	live  *Live
+	set    *settings.Settings
+	clock  clock.Clock
+	rec    *Recorder
+	series *SeriesRecorder
+	live   *Live
 
 	crawl  Crawl
+	pages  map[string]http.Handler
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	srv    *Server
@@ -67,6 +70,8 @@ func NewMonitor(set *settings.Settings, opts MonitorOptions) (*Monitor, error) {
 	}
 	m := &Monitor{set: set, clock: opts.Clock,
 		rec: NewRecorder(RecorderOptions{Clock: opts.Clock, BackoffCodes: set.Ints("BACKOFF_HTTP_CODES")})}
+	m.series = NewSeriesRecorder(m.rec, SeriesOptions{Interval: set.Seconds("METRICS_SERIES_INTERVAL"),
+		Scopes: orNone(set.Int("METRICS_SERIES_SCOPES")), Points: set.Int("METRICS_SERIES_POINTS"), State: m.scopeState})
 	if opts.Terminal != nil {
 		switch set.String("PROGRESS_DISPLAY") {
 		case "on":
@@ -107,16 +112,27 @@ func (m *Monitor) Start(c Crawl) error {
 				return fmt.Errorf("metrics: %w", err)
 			}
 		}
-		srv, err := Serve(addr, reg)
+		srv, err := ServePages(addr, reg, m.pages)
 		if err != nil {
 			return err
 		}
 		m.srv = srv
-		cr.Log.Info().Str("addr", "http://"+srv.Addr()+"/metrics").Msg("serving Prometheus metrics")
+		ev := cr.Log.Info().Str("metrics", "http://"+srv.Addr()+"/metrics")
+		if _, ok := m.pages["/"]; ok {
+			ev = ev.Str("report", "http://"+srv.Addr()+"/")
+		}
+		ev.Msg("serving Prometheus metrics and the live report")
 	}
-	m.rec.Begin(m.clock.Now())
+	now := m.clock.Now()
+	m.rec.Begin(now)
+	m.series.Begin(now)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.sampleSeries(ctx)
+	}()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -130,6 +146,15 @@ func (m *Monitor) Start(c Crawl) error {
 		}()
 	}
 	return nil
+}
+
+// Handle adds a page to the METRICS_ADDR server, beside /metrics (the CLI
+// adds the live report at "/"). Call it before Start.
+func (m *Monitor) Handle(pattern string, h http.Handler) {
+	if m.pages == nil {
+		m.pages = map[string]http.Handler{}
+	}
+	m.pages[pattern] = h
 }
 
 // MetricsAddr returns the address of the Prometheus endpoint, "" when off.
@@ -157,7 +182,8 @@ func (m *Monitor) Snapshot() Snapshot {
 func (m *Monitor) Finish(reason string) (Snapshot, error) {
 	var err error
 	m.once.Do(func() {
-		m.rec.End(m.clock.Now())
+		end := m.clock.Now()
+		m.rec.End(end)
 		if m.cancel != nil {
 			m.cancel()
 			m.wg.Wait()
@@ -168,11 +194,68 @@ func (m *Monitor) Finish(reason string) (Snapshot, error) {
 		if m.crawl == nil {
 			return
 		}
+		m.series.Flush(end)
 		st := m.crawl.Crawler().Stats
 		WriteStats(st, m.Snapshot(), m.set.Int("METRICS_SCOPE_STATS_LIMIT"))
 		if path := m.set.String("STATS_DUMP_FILE"); path != "" {
-			err = WriteDump(path, Dump{Reason: reason, Stats: st.Snapshot(), Metrics: m.Snapshot()})
+			err = WriteDump(path, m.Dump(reason))
 		}
 	})
 	return m.Snapshot(), err
+}
+
+// Dump returns what STATS_DUMP_FILE receives, as of now: the stats, the
+// snapshot, the time series and each scope's limits. It is what `gocrawl
+// report` renders, and what the live page at METRICS_ADDR shows.
+func (m *Monitor) Dump(reason string) Dump {
+	snap := m.Snapshot()
+	series := m.series.Series()
+	d := Dump{Reason: reason, Metrics: snap, Series: &series, Limits: map[string]ScopeLimits{}}
+	if m.crawl != nil {
+		cr := m.crawl.Crawler()
+		d.Stats = cr.Stats.Snapshot()
+		if cr.Spider != nil {
+			d.Spider = cr.Spider.Name()
+		}
+	}
+	for _, sc := range snap.Scopes {
+		if st, ok := m.scopeState(sc.Scope); ok {
+			d.Limits[sc.Scope] = ScopeLimits{ConfiguredDelay: st.ConfiguredDelay, ConfiguredConcurrency: st.ConfiguredConcurrency,
+				Delay: st.Delay, Concurrency: st.Concurrency, BackoffLevel: st.BackoffLevel}
+		}
+	}
+	return d
+}
+
+// sampleSeries samples the time series every interval until ctx ends.
+func (m *Monitor) sampleSeries(ctx context.Context) {
+	iv := m.series.Interval()
+	t := m.clock.NewTimer(iv)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		m.series.Sample(m.clock.Now())
+		t.Reset(iv)
+	}
+}
+
+// orNone maps a 0 setting ("no scope series") to SeriesOptions' "none".
+func orNone(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// scopeState is the throttler's view of a scope for the series and the
+// limits of the dump.
+func (m *Monitor) scopeState(scope string) (ScopeState, bool) {
+	if m.crawl == nil || m.crawl.Throttler() == nil {
+		return ScopeState{}, false
+	}
+	return stateOf(m.crawl.Throttler(), scope)
 }

@@ -83,7 +83,7 @@ func TestMonitorServesPrometheusDuringCrawl(t *testing.T) {
 	for k, v := range map[string]any{
 		"METRICS_ADDR": "127.0.0.1:0", "METRICS_SCOPE_LABEL_LIMIT": 2, "STATS_DUMP_FILE": dump,
 		"ROBOTSTXT_OBEY": false, "LOGSTATS_INTERVAL": 0, "BACKOFF_HTTP_CODES": []int{},
-		"RETRY_ENABLED": false,
+		"RETRY_ENABLED": false, "METRICS_SERIES_INTERVAL": 0.01,
 	} {
 		if _, known := settings.Lookup(k); !known {
 			continue // a setting of a component not in this build
@@ -165,6 +165,25 @@ func TestMonitorServesPrometheusDuringCrawl(t *testing.T) {
 	}
 	if _, err := os.Stat(metrics.ScopesCSVPath(dump)); err != nil {
 		t.Errorf("per-scope CSV: %v", err)
+	}
+	// The dump has the time series and each scope's limits, read from the
+	// throttler's view.
+	perDomain := set.Int("CONCURRENT_REQUESTS_PER_DOMAIN")
+	if d.Spider != "gate" || d.Series == nil || len(d.Series.Global.T) == 0 || len(d.Series.Scopes) != 3 {
+		t.Fatalf("dump: spider %q, series %+v", d.Spider, d.Series)
+	}
+	for _, sc := range d.Series.Scopes {
+		if len(sc.T) == 0 || sc.ConfiguredConcurrency != perDomain || sc.Concurrency[len(sc.Concurrency)-1] != float64(perDomain) {
+			t.Errorf("series of %s: %+v", sc.Scope, sc)
+		}
+	}
+	if len(d.Limits) != 3 {
+		t.Errorf("limits: %+v", d.Limits)
+	}
+	for scope, l := range d.Limits {
+		if l.ConfiguredConcurrency != perDomain || l.Concurrency != perDomain {
+			t.Errorf("limits of %s: %+v", scope, l)
+		}
 	}
 	if _, err := http.Get("http://" + mon.MetricsAddr() + "/metrics"); err == nil {
 		t.Error("metrics endpoint still serving after Finish")

@@ -185,13 +185,20 @@ type Server struct {
 // Serve listens on addr (METRICS_ADDR, e.g. "127.0.0.1:9410"; port 0 picks
 // a free one) and serves reg at /metrics until Close. (Monitor registers
 // the Go runtime and process collectors beside the Exporter.)
-func Serve(addr string, reg *prometheus.Registry) (*Server, error) {
+func Serve(addr string, reg *prometheus.Registry) (*Server, error) { return ServePages(addr, reg, nil) }
+
+// ServePages is Serve with more pages beside /metrics, by path pattern
+// (net/http.ServeMux patterns, e.g. "/" for the live report).
+func ServePages(addr string, reg *prometheus.Registry, pages map[string]http.Handler) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("METRICS_ADDR %q: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	for pattern, h := range pages {
+		mux.Handle(pattern, h)
+	}
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)

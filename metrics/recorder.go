@@ -37,6 +37,9 @@ type Recorder struct {
 
 	requests, retries, responses, ok, r429, other, timeouts, netErrs, cancelled atomic.Int64
 	inflight, peak                                                              atomic.Int64
+	// refused counts responses with a backoff status (BACKOFF_HTTP_CODES);
+	// samplePeak is the peak in flight since the last series sample.
+	refused, samplePeak atomic.Int64
 
 	mu        sync.Mutex // guards the fields below
 	win       startWindows
@@ -54,6 +57,8 @@ type scopeState struct {
 	requests, retries, responses, ok, r429, other int64
 	timeouts, netErrs, cancelled                  int64
 	inflight, peak                                int
+	refused                                       int64 // backoff statuses
+	samplePeak                                    int   // peak in flight since the last series sample
 	win                                           startWindows
 	first, lastEnd                                time.Time
 	backoffSince                                  time.Time
@@ -140,12 +145,8 @@ func (r *Recorder) RequestStarted(now time.Time, req *spider.Request, scopes thr
 		r.retries.Add(1)
 	}
 	n := r.inflight.Add(1)
-	for {
-		p := r.peak.Load()
-		if n <= p || r.peak.CompareAndSwap(p, n) {
-			break
-		}
-	}
+	raise(&r.peak, n)
+	raise(&r.samplePeak, n)
 	r.mu.Lock()
 	r.win.add(now)
 	r.mu.Unlock()
@@ -158,6 +159,7 @@ func (r *Recorder) RequestStarted(now time.Time, req *spider.Request, scopes thr
 		}
 		s.inflight++
 		s.peak = max(s.peak, s.inflight)
+		s.samplePeak = max(s.samplePeak, s.inflight)
 		if s.first.IsZero() {
 			s.first = now
 		}
@@ -207,7 +209,11 @@ func (r *Recorder) RequestFinished(now time.Time, req *spider.Request, scopes th
 	default:
 		out = outCancelled // neither: nothing was downloaded
 	}
-	trigger := out == outTimeout || out == outNetErr || r.backoff[status]
+	refused := out == outResponse && r.backoff[status]
+	trigger := out == outTimeout || out == outNetErr || refused
+	if refused {
+		r.refused.Add(1)
+	}
 
 	switch out {
 	case outResponse:
@@ -260,6 +266,9 @@ func (r *Recorder) RequestFinished(now time.Time, req *spider.Request, scopes th
 				s.statuses = make(map[int]int64, 4)
 			}
 			s.statuses[status]++
+			if refused {
+				s.refused++
+			}
 		case outTimeout:
 			s.timeouts++
 		case outNetErr:
@@ -272,4 +281,14 @@ func (r *Recorder) RequestFinished(now time.Time, req *spider.Request, scopes th
 		}
 		s.mu.Unlock()
 	})
+}
+
+// raise sets v to n if n is larger.
+func raise(v *atomic.Int64, n int64) {
+	for {
+		p := v.Load()
+		if n <= p || v.CompareAndSwap(p, n) {
+			return
+		}
+	}
 }

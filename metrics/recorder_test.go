@@ -272,8 +272,14 @@ func TestWriteDump(t *testing.T) {
 	if rows[1][col["requests"]] != "20" || rows[1][col["http_429"]] != "4" || rows[1][col["delay_seconds"]] != "2.5" || rows[1][col["backoff_level"]] != "3" {
 		t.Errorf("big.example row = %v", rows[1])
 	}
-	if err := WriteDump(filepath.Join(t.TempDir(), "missing-dir", "x.json"), Dump{}); err == nil || !strings.Contains(err.Error(), "STATS_DUMP_FILE") {
-		t.Errorf("writing into a missing folder: err = %v, want an error naming STATS_DUMP_FILE", err)
+	// A missing folder is created; a path under a file is an error.
+	if err := WriteDump(filepath.Join(t.TempDir(), "missing-dir", "x.json"), Dump{}); err != nil {
+		t.Errorf("writing into a missing folder: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o644)
+	if err := WriteDump(filepath.Join(file, "x.json"), Dump{}); err == nil || !strings.Contains(err.Error(), "STATS_DUMP_FILE") {
+		t.Errorf("writing under a file: err = %v, want an error naming STATS_DUMP_FILE", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/gocrawl/gocrawl/session"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -21,7 +22,8 @@ func init() { RegisterDownloader("Cookies", newCookies) }
 // browser: one jar per spider (net/http/cookiejar with the public suffix
 // list, so a site cannot set cookies for a whole "co.uk"), plus one jar per
 // value of the cookiejar meta for separate sessions (log in as several
-// users in one crawl). Cookies set by redirect responses are kept before
+// users in one crawl). A request sent as a session of the Sessions
+// middleware uses the session's jar. Cookies set by redirect responses are kept before
 // the redirect is followed.
 //
 // The cookies meta (map of name -> value) adds cookies to the jar for the
@@ -61,7 +63,12 @@ func (m *Cookies) Jar(session string) http.CookieJar {
 	return j
 }
 
-func (m *Cookies) jarFor(req *spider.Request) http.CookieJar {
+// jarFor is the jar of req: its session's (Sessions middleware), else the
+// one its cookiejar meta names, else the spider's.
+func (m *Cookies) jarFor(ctx context.Context, req *spider.Request) http.CookieJar {
+	if s := session.FromContext(ctx); s != nil {
+		return s.Jar()
+	}
 	if v := req.Get(MetaCookieJar); v != nil {
 		return m.Jar(fmt.Sprint(v))
 	}
@@ -74,7 +81,7 @@ func (m *Cookies) WrapFetcher(next Fetcher) Fetcher {
 		if metaBool(req, MetaDontMergeCookies) {
 			return next.Fetch(ctx, req)
 		}
-		jar := m.jarFor(req)
+		jar := m.jarFor(ctx, req)
 		if cs := metaCookies(req); len(cs) > 0 {
 			jar.SetCookies(req.URL, cs)
 		}

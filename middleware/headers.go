@@ -3,8 +3,11 @@ package middleware
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 
+	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -19,13 +22,9 @@ func init() {
 // newDefaultHeaders adds DEFAULT_REQUEST_HEADERS to requests that do not
 // set them.
 func newDefaultHeaders(c *spider.Crawler) (Downloader, error) {
-	h := http.Header{}
-	for k, v := range c.Settings.Map("DEFAULT_REQUEST_HEADERS") {
-		s, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("DEFAULT_REQUEST_HEADERS: header %q: value must be a string, got %T", k, v)
-		}
-		h.Set(k, s)
+	h, err := defaultHeaders(c.Settings)
+	if err != nil {
+		return nil, err
 	}
 	return DownloaderFunc(func(next Fetcher) Fetcher {
 		return FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
@@ -61,4 +60,18 @@ func setMissing(req *spider.Request, h http.Header) {
 		}
 		req.Header[k] = v
 	}
+}
+
+// defaultHeaders reads DEFAULT_REQUEST_HEADERS.
+func defaultHeaders(s *settings.Settings) (http.Header, error) {
+	h := http.Header{}
+	for _, k := range slices.Sorted(maps.Keys(s.Map("DEFAULT_REQUEST_HEADERS"))) {
+		v := s.Map("DEFAULT_REQUEST_HEADERS")[k]
+		str, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("DEFAULT_REQUEST_HEADERS: header %q: value must be a string, got %T", k, v)
+		}
+		h.Set(k, str)
+	}
+	return h, nil
 }

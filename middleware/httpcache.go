@@ -13,6 +13,7 @@ import (
 	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/middleware/httpcache"
+	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
 )
@@ -86,15 +87,11 @@ func NewHTTPCache(c *spider.Crawler, o HTTPCacheOptions) (*HTTPCache, error) {
 	for _, code := range s.Ints("HTTPCACHE_IGNORE_HTTP_CODES") {
 		m.ignoreCodes[code] = true
 	}
-	switch p := s.String("HTTPCACHE_POLICY"); p {
-	case "DummyPolicy":
-		m.policy = httpcache.DummyPolicy{}
-	case "RFC9111Policy", "RFC2616Policy":
-		m.policy = httpcache.RFC9111Policy{AlwaysStore: s.Bool("HTTPCACHE_ALWAYS_STORE"),
-			IgnoreResponseCacheControls: s.Strings("HTTPCACHE_IGNORE_RESPONSE_CACHE_CONTROLS")}
-	default:
-		return nil, fmt.Errorf("HTTPCACHE_POLICY: unknown policy %q (want DummyPolicy or RFC9111Policy)", p)
+	policy, err := cachePolicy(s)
+	if err != nil {
+		return nil, err
 	}
+	m.policy = policy
 	if m.store == nil {
 		dir := s.String("HTTPCACHE_DIR")
 		if dir == "" {
@@ -224,4 +221,17 @@ func (m *HTTPCache) WrapFetcher(next Fetcher) Fetcher {
 		}
 		return res, nil
 	})
+}
+
+// cachePolicy returns the policy HTTPCACHE_POLICY names.
+func cachePolicy(s *settings.Settings) (httpcache.Policy, error) {
+	switch p := s.String("HTTPCACHE_POLICY"); p {
+	case "DummyPolicy":
+		return httpcache.DummyPolicy{}, nil
+	case "RFC9111Policy", "RFC2616Policy":
+		return httpcache.RFC9111Policy{AlwaysStore: s.Bool("HTTPCACHE_ALWAYS_STORE"),
+			IgnoreResponseCacheControls: s.Strings("HTTPCACHE_IGNORE_RESPONSE_CACHE_CONTROLS")}, nil
+	default:
+		return nil, fmt.Errorf("HTTPCACHE_POLICY: unknown policy %q (want DummyPolicy or RFC9111Policy)", p)
+	}
 }

@@ -23,8 +23,9 @@
 //
 // Built-in downloader middlewares: Offsite (50), HttpAuth (300),
 // DefaultHeaders (400), UserAgent (500), Retry (550), MetaRefresh (580),
-// Redirect (600), Cookies (700), HttpProxy (750), HttpCache (900, off by
-// default; storage and policies in package httpcache). Built-in spider
+// Redirect (600), Sessions (690, on with SESSION_POOL_SIZE), Cookies (700),
+// ProxyPool (740, on with PROXY_LIST), HttpProxy (750), HttpCache (900, off
+// by default; storage and policies in package httpcache). Built-in spider
 // middlewares: HttpError (50), Offsite (500), Referer (700), UrlLength
 // (800), Depth (900). docs/middleware.md describes each with its settings,
 // and how to write your own.

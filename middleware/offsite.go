@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/net/idna"
@@ -33,7 +34,8 @@ func init() {
 // which covers start requests and every redirect hop (a redirect is a new
 // request through the chain). Filtered requests are dropped with reason
 // "offsite"; stats offsite/filtered and offsite/domains (distinct hosts
-// filtered; the first one of each host is logged at debug level).
+// filtered). The first filtered request of the crawl is logged at info
+// level, the first one of each other host at debug level.
 //
 // Allowed domains are checked when the crawl starts: an entry that is a
 // URL or has a port is an error naming it, and an entry that is a public
@@ -44,6 +46,7 @@ type Offsite struct {
 	stats   *stats.Collector
 	log     zerolog.Logger
 	seen    sync.Map // host -> struct{}: hosts already logged
+	logged  atomic.Bool
 }
 
 func newOffsite(c *spider.Crawler) (*Offsite, error) {
@@ -126,7 +129,11 @@ func (o *Offsite) filtered(req *spider.Request) *DropError {
 		if o.stats != nil {
 			o.stats.Inc("offsite/domains", 1)
 		}
-		o.log.Debug().Str("host", host).Str("request", RedactedRequest(req)).Msg("filtered offsite request")
+		ev, msg := o.log.Debug(), "filtered offsite request"
+		if o.logged.CompareAndSwap(false, true) {
+			ev, msg = o.log.Info(), "filtered offsite request; the first one of each other host is logged at DEBUG, all are counted in the summary"
+		}
+		ev.Str("host", host).Str("request", RedactedRequest(req)).Msg(msg)
 	}
 	return &DropError{Reason: "offsite", Err: fmt.Errorf("host %s is not in the spider's allowed domains", host)}
 }

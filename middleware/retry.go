@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/errkind"
+	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/stats"
 )
@@ -58,13 +59,23 @@ func newRetry(c *spider.Crawler) (Downloader, error) {
 		stats:          c.Stats,
 		log:            c.Log,
 	}
+	if err := checkRetryCodes(s); err != nil {
+		return nil, err
+	}
 	for _, code := range s.Ints("RETRY_HTTP_CODES") {
-		if code < 100 || code > 999 {
-			return nil, fmt.Errorf("RETRY_HTTP_CODES: %d is not an HTTP status code", code)
-		}
 		r.codes[code] = true
 	}
 	return r, nil
+}
+
+// checkRetryCodes checks RETRY_HTTP_CODES.
+func checkRetryCodes(s *settings.Settings) error {
+	for _, code := range s.Ints("RETRY_HTTP_CODES") {
+		if code < 100 || code > 999 {
+			return fmt.Errorf("RETRY_HTTP_CODES: %d is not an HTTP status code", code)
+		}
+	}
+	return nil
 }
 
 // WrapFetcher implements Downloader.

@@ -260,7 +260,9 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 	defer close(e.ready)
 	u := *from.URL
 	u.Path, u.RawPath, u.RawQuery, u.Fragment, u.User = "/robots.txt", "", "", "", nil
-	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObeyRobotsTxt: true}, DontFilter: true}
+	// robots.txt is never rendered, whatever RENDER_JS says (the meta key
+	// of package render).
+	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObeyRobotsTxt: true, "render": false}, DontFilter: true}
 	m.stat("robotstxt/request_count")
 	res, err := m.fetchFunc(throttling.WithoutSlot(ctx), req)
 	now := m.now()
@@ -274,7 +276,7 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 			return
 		}
 		m.stat("robotstxt/unreachable")
-		log.Warn().Err(err).Dur("retry_in", m.errorTTL).Msg("robots.txt unreachable; disallowing the origin until it can be fetched (RFC 9309)")
+		log.Warn().Err(err).Stringer("retry_in", m.errorTTL).Msg("robots.txt unreachable; disallowing the origin until it can be fetched (RFC 9309)")
 		e.unreach, e.expires = true, now.Add(m.errorTTL)
 		return
 	}
@@ -282,7 +284,7 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 	switch {
 	case res.Status >= 500 || res.Status == 429:
 		m.stat("robotstxt/unreachable")
-		log.Warn().Int("status", res.Status).Dur("retry_in", m.errorTTL).Msg("robots.txt unreachable; disallowing the origin until it can be fetched (RFC 9309)")
+		log.Warn().Int("status", res.Status).Stringer("retry_in", m.errorTTL).Msg("robots.txt unreachable; disallowing the origin until it can be fetched (RFC 9309)")
 		e.unreach, e.expires = true, now.Add(m.errorTTL)
 		return
 	case res.Status < 200 || res.Status >= 300:

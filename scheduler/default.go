@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocrawl/gocrawl/dupefilter"
@@ -42,7 +43,10 @@ type scheduler struct {
 	filter     *dupefilter.Filter
 	depthLimit int
 	depthPrio  int
-	debug      bool
+	// depthLogged is set once a request beyond DEPTH_LIMIT was logged at
+	// INFO.
+	depthLogged atomic.Bool
+	debug       bool
 }
 
 func newScheduler(d Deps, gated bool) (Scheduler, error) {
@@ -117,7 +121,12 @@ func (s *scheduler) Open(ctx context.Context) error { return s.q.Open(ctx) }
 func (s *scheduler) Enqueue(ctx context.Context, req *spider.Request) (bool, error) {
 	if s.depthLimit > 0 && req.Depth > s.depthLimit {
 		s.inc(StatDepthLimited)
-		s.d.Log.Debug().Str("url", req.URL.String()).Int("depth", req.Depth).Int("limit", s.depthLimit).Msg("ignoring request beyond DEPTH_LIMIT")
+		if s.depthLogged.CompareAndSwap(false, true) {
+			s.d.Log.Info().Str("url", req.URL.Redacted()).Int("depth", req.Depth).Int("limit", s.depthLimit).
+				Msg("ignoring request beyond DEPTH_LIMIT; further ones are logged at DEBUG and counted in the summary")
+		} else {
+			s.d.Log.Debug().Str("url", req.URL.Redacted()).Int("depth", req.Depth).Int("limit", s.depthLimit).Msg("ignoring request beyond DEPTH_LIMIT")
+		}
 		return false, nil
 	}
 	if s.dedup != nil {

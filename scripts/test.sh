@@ -16,36 +16,58 @@ if ! command -v go >/dev/null 2>&1; then
 	exit 1
 fi
 
-# --- Services needed by the tests -------------------------------------------
-# Installed here, so that CI and a fresh developer machine get them the same
-# way. The tests start and stop their own servers on free loopback ports
-# (internal/redistest); nothing is left running.
-#
+# --- Services and tools needed by the tests ---------------------------------
+# Installed here, so that CI (.ci/run) and a fresh developer machine get them
+# the same way. The tests start and stop their own servers on free loopback
+# ports (internal/redistest); nothing is left running.
+
+# as_root runs a command as root: directly, or through sudo.
+as_root() {
+	if [ "$(id -u)" = 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo "$@"
+	else
+		echo "scripts/test.sh: need root (or sudo) to run: $*" >&2
+		return 1
+	fi
+}
+
 # redis-server and redis-cli, for the distributed crawl (pqueue/redisq,
-# redisjob): from the distribution's packages when missing. A test that
-# needs them fails when they are missing, unless GOCRAWL_SKIP_REDIS=1.
+# dupefilter, redisjob, the 3-node cluster tests): from the distribution's
+# packages when missing. A test that needs them fails when they are missing,
+# unless GOCRAWL_SKIP_REDIS=1.
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
 	if [ "${GOCRAWL_SKIP_REDIS:-}" = 1 ]; then
 		echo "scripts/test.sh: redis-server not installed; GOCRAWL_SKIP_REDIS=1 skips the Redis tests" >&2
 	else
-		echo "== installing redis-server (apt-get)"
-		sudo=""
-		if [ "$(id -u)" != 0 ]; then
-			if ! command -v sudo >/dev/null 2>&1; then
-				echo "scripts/test.sh: redis-server is missing and installing it needs root (or sudo): apt-get install redis-server" >&2
-				exit 1
-			fi
-			sudo="sudo"
-		fi
-		$sudo apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server
+		echo "== installing redis-server (for the distributed crawl tests)"
+		as_root apt-get update -qq
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server
 		# The package may start a system-wide server; the tests do not use it.
 	fi
+fi
+
+# Headless Chromium renders pages in the rendering tests (package render,
+# which also looks for google-chrome-stable; RENDER_BROWSER_PATH points
+# gocrawl at another binary) and the HTML crawl report in the report tests
+# (internal/browsertest finds it as chromium, chromium-browser or
+# google-chrome, or at $CHROMIUM). Debian and Ubuntu package it as chromium.
+if [ -z "${CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 &&
+	! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
+	echo "== installing chromium (for the rendering and report tests)"
+	as_root apt-get update
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
 fi
 # -----------------------------------------------------------------------------
 
 go mod download
 echo "== go vet ./..."
 go vet ./...
-echo "== go test -race -count=1 -timeout 20m ./..."
-go test -race -count=1 -timeout 20m ./...
+# The rendering tests (package render) keep Chromium busy on every core; run
+# beside the other packages they would slow down the tests that compare
+# durations, so they run on their own, last.
+echo "== go test -race -count=1 -timeout 20m (every package but render)"
+go test -race -count=1 -timeout 20m $(go list ./... | grep -v '/render$')
+echo "== go test -race -count=1 -timeout 10m ./render"
+go test -race -count=1 -timeout 10m ./render

@@ -1,6 +1,54 @@
 package settings
 
-import "github.com/gocrawl/gocrawl/internal/version"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gocrawl/gocrawl/internal/version"
+)
+
+// LogLevels are the values of LOG_LEVEL, most verbose first; WARN, FATAL,
+// OFF and DISABLED are accepted as aliases (of WARNING, CRITICAL and NONE)
+// and any case is fine.
+var LogLevels = []string{"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "NONE"}
+
+// logLevel is LOG_LEVEL's type: one of LogLevels, stored upper case.
+var logLevel = NewType("log level", func(v any) (any, error) {
+	s, err := String.Convert(v)
+	if err != nil {
+		return nil, err
+	}
+	up := strings.ToUpper(strings.TrimSpace(s.(string)))
+	switch up {
+	case "WARN":
+		up = "WARNING"
+	case "FATAL":
+		up = "CRITICAL"
+	case "OFF", "DISABLED":
+		up = "NONE"
+	}
+	for _, l := range LogLevels {
+		if up == l {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("%q is not a log level; use one of %s", s, strings.Join(LogLevels, ", "))
+})
+
+// logFormat is LOG_FORMAT's type: auto, console or json, stored lower case.
+var logFormat = NewType(`"auto", "console" or "json"`, func(v any) (any, error) {
+	s, err := String.Convert(v)
+	if err != nil {
+		return nil, err
+	}
+	switch low := strings.ToLower(strings.TrimSpace(s.(string))); low {
+	case "auto", "console", "json":
+		return low, nil
+	case "":
+		return "auto", nil
+	}
+	return nil, fmt.Errorf("%q is not a log format; use auto, console or json", s)
+})
 
 // Core crawler, engine and downloader settings. Each area of gocrawl keeps
 // its settings in a defaults_<area>.go file of this package so that
@@ -11,9 +59,9 @@ func init() {
 		{Name: "USER_AGENT", Type: String, Default: "gocrawl/" + version.Version + " (+https://github.com/gocrawl/gocrawl)", Doc: "User-Agent header sent with every request unless a request sets its own."},
 		{Name: "ROBOTSTXT_OBEY", Type: Bool, Default: true, Doc: "Fetch robots.txt once per host and drop requests it disallows."},
 		{Name: "ROBOTSTXT_USER_AGENT", Type: String, Default: "", Doc: "User-agent matched against robots.txt rules; empty means the USER_AGENT's product token."},
-		{Name: "LOG_LEVEL", Type: String, Default: "INFO", Doc: "Minimum log level: DEBUG, INFO, WARNING, ERROR."},
-		{Name: "LOG_FORMAT", Type: String, Default: "auto", Doc: "auto (human-readable on a terminal, JSON otherwise), console (always human-readable) or json (one JSON object per line)."},
-		{Name: "LOG_FILE", Type: String, Default: "", Doc: "Write logs to this file instead of standard error."},
+		{Name: "LOG_LEVEL", Type: logLevel, Default: "INFO", Doc: "Minimum log level: DEBUG (adds one line per response), INFO, WARNING, ERROR, CRITICAL or NONE."},
+		{Name: "LOG_FORMAT", Type: logFormat, Default: "auto", Doc: "Format of the log stream, end-of-crawl summary included: auto (console on a terminal, json otherwise), console (human-readable lines) or json (one JSON object per line)."},
+		{Name: "LOG_FILE", Type: String, Default: "", Doc: "Append logs (and the end-of-crawl summary) to this file instead of standard error; its format is json unless LOG_FORMAT says console."},
 
 		{Name: "CONCURRENT_REQUESTS", Type: NonNegative(Int), Default: 16, Doc: "Maximum number of requests in flight for the whole crawl (the global pool)."},
 		{Name: "CONCURRENT_ITEMS", Type: NonNegative(Int), Default: 100, Doc: "Maximum number of items processed by the item pipelines at once."},

@@ -18,7 +18,9 @@ func init() {
 			"Retry":          550,
 			"MetaRefresh":    580,
 			"Redirect":       600,
+			"Sessions":       690,
 			"Cookies":        700,
+			"ProxyPool":      740,
 			"HttpProxy":      750,
 			"HttpCache":      900,
 		}, Doc: "Built-in downloader middlewares and their orders: lower orders see requests first and responses last."},
@@ -36,7 +38,7 @@ func init() {
 		{Name: "RETRY_ENABLED", Type: Bool, Default: true, Doc: "Retry failed downloads and responses with a RETRY_HTTP_CODES status."},
 		{Name: "RETRY_TIMES", Type: NonNegative(Int), Default: 2, Doc: "Maximum retries per request, after the first attempt (the max_retry_times meta overrides it)."},
 		{Name: "RETRY_HTTP_CODES", Type: IntList, Default: []int{500, 502, 503, 504, 522, 524, 408, 429}, Doc: "Response statuses that are retried."},
-		{Name: "RETRY_EXCEPTIONS", Type: StringList, Default: []string{"DownloadFailedError", "DownloadTimeoutError", "ResponseDataLossError"}, Doc: "Download error kinds (registered names) that are retried."},
+		{Name: "RETRY_EXCEPTIONS", Type: StringList, Default: []string{"DownloadFailedError", "DownloadTimeoutError", "ResponseDataLossError", "ProxyError"}, Doc: "Download error kinds (registered names) that are retried."},
 		{Name: "RETRY_PRIORITY_ADJUST", Type: Int, Default: -1, Doc: "Added to a request's priority for each retry."},
 
 		// Redirect and meta refresh.

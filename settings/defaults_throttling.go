@@ -8,9 +8,9 @@ func init() {
 		{Name: "CONCURRENT_REQUESTS_PER_IP", Type: NonNegative(Int), Default: 0, Doc: "If positive, also limit simultaneous requests per resolved IP address (an IP throttling scope)."},
 		{Name: "DOWNLOAD_DELAY", Type: NonNegative(Float), Default: 0.0, Doc: "Minimum seconds between two requests to the same domain scope (projects made by `gocrawl new` set 1)."},
 		{Name: "RANDOMIZE_DOWNLOAD_DELAY", Type: OneOf(Bool, NonNegative(Float), FloatPair), Default: true, Doc: "Randomize delays: true = ±50%, a factor f = ±f, [low, high] = delay*(1+uniform(low, high)), false = off."},
-		{Name: "THROTTLING_SCOPES", Type: Map, Default: map[string]any{
-			"quotes.toscrape.com": map[string]any{"concurrency": 16, "delay": 0.0},
-		}, Doc: "Per-scope configuration: scope -> {concurrency, min_concurrency, delay, jitter, quota, window, rampup, backoff, manager, ignore_robots_txt}."},
+		{Name: "THROTTLING_SCOPES", Type: Map, Default: map[string]any{}, Doc: "Per-scope configuration: scope -> {concurrency, min_concurrency, delay, jitter, quota, window, rampup, backoff, rate_control, manager, ignore_robots_txt}."},
+		{Name: "THROTTLING_RATE_CONTROL", Type: Bool, Default: true, Doc: "Find and hold each scope's real rate limit inside the configured rules: pace at the rate a server accepts, measured from refusals with Retry-After, RateLimit headers (and bare refusals with rampup), and probe upward when quiet (per scope: rate_control)."},
+		{Name: "THROTTLING_LATENCY_CONTROL", Type: Bool, Default: true, Doc: "With THROTTLING_RATE_CONTROL, also hold each scope's concurrency where more requests in flight stop adding throughput and only add latency (per scope: rate_control: {latency: ...})."},
 		{Name: "THROTTLING_MANAGER", Type: String, Default: "ThrottlingManager", Doc: "Registered throttling manager (assigns scopes, interprets responses and errors)."},
 		{Name: "THROTTLING_SCOPE_MANAGER", Type: String, Default: "ThrottlingScopeManager", Doc: "Registered scope manager used for each scope's backoff and rampup state."},
 		{Name: "THROTTLING_SCOPE_CONCURRENCY", Type: NonNegative(Int), Default: 1, Doc: "Default concurrency of scopes that are neither domains nor IPs."},

@@ -182,8 +182,12 @@ func syntaxError(name string, err error) error {
 
 // SetEnv sets the env layer from GOCRAWL_<NAME>=VALUE variables in environ
 // (os.Environ format). Values are parsed as YAML. A GOCRAWL_ variable that
-// names no setting is an error (with a suggestion), unless it is listed in
-// ignore (full variable names, e.g. "GOCRAWL_HOME").
+// names no setting is ignored with a warning (see Warnings), since shells
+// and CI systems set such variables for their own use (GOCRAWL_BIN,
+// GOCRAWL_HOME), unless its name is so close to a setting's that it is
+// surely a typo (EnvTypo): that is an error suggesting the setting.
+// Variables listed in ignore (full names, e.g. "GOCRAWL_HOME") are skipped
+// silently.
 func (s *Settings) SetEnv(environ []string, ignore ...string) []error {
 	var errs []error
 	for _, kv := range environ {
@@ -192,6 +196,14 @@ func (s *Settings) SetEnv(environ []string, ignore ...string) []error {
 			continue
 		}
 		name := strings.TrimPrefix(k, EnvPrefix)
+		if _, known := Lookup(name); !known {
+			if typo := EnvTypo(name); typo != "" {
+				errs = append(errs, &Error{Kind: ErrUnknown, Setting: name, Origin: k, Msg: fmt.Sprintf("did you mean %s? (set %s%s)", typo, EnvPrefix, typo)})
+			} else {
+				s.warn(fmt.Sprintf("ignoring environment variable %s: %s is not a setting (GOCRAWL_<NAME> variables set settings; `gocrawl settings` lists them)", k, name))
+			}
+			continue
+		}
 		if err := s.setRaw(name, v, SourceEnv, k); err != nil {
 			errs = append(errs, err)
 		}

@@ -95,8 +95,8 @@ func TestLoadErrors(t *testing.T) {
 		{"top level not a mapping", LoadOptions{File: list}, []string{list + ":1: invalid syntax: the top level must be a mapping"}, ErrSyntax},
 		{"unknown env var", LoadOptions{NoFile: true, Environ: []string{"GOCRAWL_DOWNLOAD_DELEY=1"}},
 			[]string{"GOCRAWL_DOWNLOAD_DELEY: unknown setting DOWNLOAD_DELEY: did you mean DOWNLOAD_DELAY?"}, ErrUnknown},
-		{"unknown env var without suggestion", LoadOptions{NoFile: true, Environ: []string{"GOCRAWL_ZZZZZZZZZZZZ=1"}},
-			[]string{"unknown setting ZZZZZZZZZZZZ: run `gocrawl settings` for the list of settings"}, ErrUnknown},
+		{"env var one letter off", LoadOptions{NoFile: true, Environ: []string{"GOCRAWL_LOG_LEVL=DEBUG"}},
+			[]string{"GOCRAWL_LOG_LEVL: unknown setting LOG_LEVL: did you mean LOG_LEVEL? (set GOCRAWL_LOG_LEVEL)"}, ErrUnknown},
 		{"env type error", LoadOptions{NoFile: true, Environ: []string{"GOCRAWL_CONCURRENT_REQUESTS=many"}},
 			[]string{`GOCRAWL_CONCURRENT_REQUESTS: invalid value CONCURRENT_REQUESTS: "many" is not an integer (expected non-negative integer, got string "many")`}, ErrType},
 		{"-s without =", LoadOptions{NoFile: true, Overrides: []string{"DOWNLOAD_DELAY"}},
@@ -107,8 +107,9 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"invalid syntax THROTTLING_SCOPES: value is not valid YAML"}, ErrSyntax},
 		{"-s unknown with suggestion", LoadOptions{NoFile: true, Overrides: []string{"CONCURENT_REQUESTS=2"}},
 			[]string{"unknown setting CONCURENT_REQUESTS: did you mean CONCURRENT_REQUESTS?"}, ErrUnknown},
-		{"all errors collected", LoadOptions{File: bad, Environ: []string{"GOCRAWL_NOPE_NOPE_NOPE=1"}, Overrides: []string{"LOG_LEVL=DEBUG"}},
-			[]string{"DOWNLOAD_DELAY", "DOWNLOD_TIMEOUT", "NOPE_NOPE_NOPE", "did you mean LOG_LEVEL?"}, ErrUnknown},
+		{"all errors collected", LoadOptions{File: bad, Environ: []string{"GOCRAWL_NOPE_NOPE_NOPE=1", "GOCRAWL_DOWNLOAD_DELAX=1"},
+			Overrides: []string{"LOG_LEVL=DEBUG", "LOG_LEVEL=LOUD"}},
+			[]string{"DOWNLOAD_DELAY", "DOWNLOD_TIMEOUT", "GOCRAWL_DOWNLOAD_DELAX", "did you mean LOG_LEVEL?", `"LOUD" is not a log level`}, ErrUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,7 +206,7 @@ func TestEntries(t *testing.T) {
 	if es[0].Name != "DOWNLOAD_DELAY" || es[0].Value != 2.0 || es[0].Source != "command line" || es[0].Origin != "-s DOWNLOAD_DELAY=2" || es[0].Default != 0.0 {
 		t.Errorf("entry = %+v", es[0])
 	}
-	if es[1].Source != "default" || es[1].Type != "string" || es[1].Doc == "" {
+	if es[1].Source != "default" || es[1].Type != "log level" || es[1].Doc == "" {
 		t.Errorf("entry = %+v", es[1])
 	}
 	if _, err := s.Entries("DOWNLOAD_DELAI", "NOPE_NOPE_NOPE_NOPE"); err == nil || !strings.Contains(err.Error(), "did you mean DOWNLOAD_DELAY?") || len(Errors(err)) != 2 {
@@ -224,5 +225,40 @@ func TestDeprecated(t *testing.T) {
 	}
 	if d := New().Deprecated(); len(d) != 0 {
 		t.Errorf("defaults report deprecations: %q", d)
+	}
+}
+
+// A GOCRAWL_ variable that names no setting and is not a near miss of one
+// is a warning, not an error: shells and CI set such variables.
+func TestEnvUnknownVariables(t *testing.T) {
+	tests := []struct {
+		env      string
+		wantErr  string // "" = no error
+		wantWarn string // "" = no warning
+	}{
+		{"GOCRAWL_BIN=/usr/local/bin/gocrawl", "", "ignoring environment variable GOCRAWL_BIN: BIN is not a setting"},
+		{"GOCRAWL_HOME=/x", "", "GOCRAWL_HOME"},
+		{"GOCRAWL_ZZZZZZZZZZZZ=1", "", "GOCRAWL_ZZZZZZZZZZZZ"},
+		{"GOCRAWL_JOB=1", "", "GOCRAWL_JOB"},                       // too short to be a typo of JOBDIR
+		{"GOCRAWL_download_delay=1", "", "GOCRAWL_download_delay"}, // not upper case
+		{"GOCRAWL_DOWLOAD_DELAY=1", "did you mean DOWNLOAD_DELAY?", ""},
+		{"GOCRAWL_CONCURRENT_REQUEST=1", "did you mean CONCURRENT_REQUESTS?", ""},
+		{"GOCRAWL_JOBDIRR=x", "did you mean JOBDIR?", ""},
+		{"GOCRAWL_DOWNLOAD_DELAY=1", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env, func(t *testing.T) {
+			s, err := Load(LoadOptions{NoFile: true, Environ: []string{tt.env}})
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("Load: %v, want no error", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrUnknown)):
+				t.Errorf("Load: %v, want an ErrUnknown containing %q", err, tt.wantErr)
+			}
+			w := strings.Join(s.Warnings(), "\n")
+			if (tt.wantWarn == "") != (w == "") || !strings.Contains(w, tt.wantWarn) {
+				t.Errorf("warnings %q, want %q", w, tt.wantWarn)
+			}
+		})
 	}
 }

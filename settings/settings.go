@@ -119,8 +119,9 @@ type Value struct {
 // New. Settings are safe for concurrent reads; set them before the crawl
 // starts.
 type Settings struct {
-	mu   sync.RWMutex
-	vals map[string]Value
+	mu       sync.RWMutex
+	vals     map[string]Value
+	warnings []string
 }
 
 // New returns settings holding every registered default.
@@ -138,7 +139,7 @@ func New() *Settings {
 func (s *Settings) Clone() *Settings {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return &Settings{vals: maps.Clone(s.vals)}
+	return &Settings{vals: maps.Clone(s.vals), warnings: slices.Clone(s.warnings)}
 }
 
 // Set checks v against name's type and stores it if src does not have a

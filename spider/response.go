@@ -14,8 +14,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding"
+
+	"github.com/gocrawl/gocrawl/linkextract"
 )
 
 // ErrNotHTML is returned by Response.Doc for bodies that are not HTML or
@@ -41,10 +44,14 @@ type Response struct {
 	// Protocol is the HTTP protocol, e.g. "HTTP/1.1" or "HTTP/2.0".
 	Protocol string
 	// Flags mark special responses: "cached" (from the HTTP cache),
-	// "truncated" (allowed data loss).
+	// "truncated" (allowed data loss), "rendered" (the DOM of a page
+	// rendered in headless Chromium, package render).
 	Flags []string
 	// IP is the remote address the response came from, when known.
 	IP string
+	// Screenshot is a PNG screenshot of a rendered page, when the request
+	// asked for one (RENDER_SCREENSHOT, the render_screenshot meta).
+	Screenshot []byte
 
 	encOnce  sync.Once
 	enc      encoding.Encoding
@@ -57,6 +64,8 @@ type Response struct {
 	docErr   error
 	baseOnce sync.Once
 	baseURL  *url.URL
+	ldocOnce sync.Once
+	ldoc     *linkextract.Document
 }
 
 // encoding determines (once) the body's character encoding.
@@ -152,6 +161,38 @@ func (r *Response) Doc() (*goquery.Document, error) {
 	return r.doc, r.docErr
 }
 
+// LinkDocument returns the parsed document prepared for link extraction
+// (see package linkextract): computed once, on first use, and shared by
+// every extractor run on this response, so several extractors (the rules
+// of a CrawlSpider) walk the document and resolve each link once. It
+// returns Doc's error for a response that is not HTML.
+func (r *Response) LinkDocument() (*linkextract.Document, error) {
+	doc, err := r.Doc()
+	if err != nil {
+		return nil, err
+	}
+	r.ldocOnce.Do(func() {
+		var root *html.Node
+		if len(doc.Nodes) > 0 {
+			root = doc.Nodes[0]
+		}
+		r.ldoc = linkextract.NewDocument(root, r.URL)
+	})
+	return r.ldoc, nil
+}
+
+// ExtractLinks returns the links ex keeps in this response, in document
+// order: absolute http(s) URLs resolved against the page (or its <base
+// href>). Follow them with Output.FollowAll(res, links, cb). It returns
+// Doc's error (wrapping ErrNotHTML) for a response that is not HTML.
+func (r *Response) ExtractLinks(ex *linkextract.Extractor) ([]linkextract.Link, error) {
+	doc, err := r.LinkDocument()
+	if err != nil {
+		return nil, err
+	}
+	return ex.Links(doc), nil
+}
+
 // Find is a shortcut for Doc().Find(selector); on a non-HTML response it
 // returns an empty selection.
 func (r *Response) Find(selector string) *goquery.Selection {
@@ -228,8 +269,8 @@ func (r *Response) Follow(ref string, cb Callback) (*Request, error) {
 
 // Links returns the links in refs, the argument of FollowAll: a []string
 // or a single string of hrefs, a *goquery.Selection whose elements' href
-// (or, without one, src) attributes are used, or nil. Any other type is an
-// error.
+// (or, without one, src) attributes are used, the []linkextract.Link of
+// ExtractLinks, or nil. Any other type is an error.
 func Links(refs any) ([]string, error) {
 	switch v := refs.(type) {
 	case []string:
@@ -246,14 +287,21 @@ func Links(refs any) ([]string, error) {
 			}
 		})
 		return links, nil
+	case []linkextract.Link:
+		links := make([]string, len(v))
+		for i, l := range v {
+			links[i] = l.URL
+		}
+		return links, nil
 	case nil:
 		return nil, nil
 	}
-	return nil, fmt.Errorf("FollowAll: unsupported link source %T (want []string or *goquery.Selection)", refs)
+	return nil, fmt.Errorf("FollowAll: unsupported link source %T (want []string, *goquery.Selection or []linkextract.Link)", refs)
 }
 
-// FollowAll returns requests for every link in refs: a []string of hrefs or
-// a *goquery.Selection whose elements' href (or src) attributes are used.
+// FollowAll returns requests for every link in refs: a []string of hrefs,
+// a *goquery.Selection whose elements' href (or src) attributes are used,
+// or the []linkextract.Link of ExtractLinks.
 // Invalid links are returned as errors, valid ones as requests.
 func (r *Response) FollowAll(refs any, cb Callback) ([]*Request, []error) {
 	links, err := Links(refs)

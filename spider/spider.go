@@ -73,8 +73,9 @@ type Output interface {
 	// invalid link is logged and counted, never fatal.
 	Follow(res *Response, ref string, cb Callback)
 	// FollowAll schedules a request for every link in refs, which may be
-	// href/src strings or a *goquery.Selection whose elements' href (or src)
-	// attributes are used.
+	// href/src strings, a *goquery.Selection whose elements' href (or src)
+	// attributes are used, or the []linkextract.Link of
+	// Response.ExtractLinks.
 	FollowAll(res *Response, refs any, cb Callback)
 }
 

@@ -70,10 +70,20 @@ func (p *Policy) backoff(now time.Time, sig Signal, g GateState) {
 		if until := now.Add(d); until.After(p.blockedUntil) {
 			p.blockedUntil = until
 		}
-		if !sig.Uncapped && p.cfg.Backoff.RetryAfterPacing {
+		switch {
+		case sig.Uncapped || !p.cfg.Backoff.RetryAfterPacing:
+		case p.rcEnabled():
+			p.rcRefusal(now, sig.SentAt, d, false, g)
+		default:
 			p.setPace(now, sig.SentAt, g)
 		}
-		p.debug("hard_delay").Dur("until", p.blockedUntil.Sub(now)).Bool("uncapped", sig.Uncapped).Msg("throttling: scope held back")
+		p.debug("hard_delay").Stringer("until", p.blockedUntil.Sub(now).Round(time.Millisecond)).Bool("uncapped", sig.Uncapped).Msg("throttling: scope held back")
+		return
+	}
+	if p.cfg.Rampup.Enabled && p.rcEnabled() {
+		// Rampup finds a limit without headers: with the rate controller,
+		// a bare refusal is its evidence rather than a backoff step.
+		p.rcRefusal(now, sig.SentAt, 0, false, g)
 		return
 	}
 	if !sig.SentAt.IsZero() && sig.SentAt.Before(p.lastStep) {
@@ -126,7 +136,7 @@ func (p *Policy) setPace(now time.Time, sentAt time.Time, g GateState) {
 	}
 	p.pace = min(p.pace, p.cfg.Backoff.MaxDelay)
 	p.paceMark = now
-	p.debug("pace").Dur("pace", p.pace).Msg("throttling: Retry-After pace")
+	p.debug("pace").Stringer("pace", p.pace.Round(time.Millisecond)).Msg("throttling: Retry-After pace")
 }
 
 // paceTick halves the pace once per full quiet window since the last
@@ -152,7 +162,7 @@ func (p *Policy) paceTick(now time.Time) {
 		}
 	}
 	p.paceMark = p.paceMark.Add(time.Duration(n) * w)
-	p.debug("pace_recovery").Dur("pace", p.pace).Msg("throttling: quiet window; Retry-After pace drops")
+	p.debug("pace_recovery").Stringer("pace", p.pace.Round(time.Millisecond)).Msg("throttling: quiet window; Retry-After pace drops")
 }
 
 // recoverTick drops one level per full quiet window since the last

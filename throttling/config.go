@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -99,6 +98,20 @@ type RampupConfig struct {
 	MinDelay time.Duration
 }
 
+// RateControlConfig is a scope's rate controller (THROTTLING_RATE_CONTROL,
+// THROTTLING_LATENCY_CONTROL, or the scope's "rate_control" key; see
+// ratecontrol.go and latency.go).
+type RateControlConfig struct {
+	// Enabled turns the rate controller on: it finds and holds the rate
+	// a server allows from the evidence it gives (refusals with
+	// Retry-After, RateLimit headers; bare refusals with rampup) and
+	// probes upward when it has been quiet.
+	Enabled bool
+	// Latency also holds the scope's concurrency where more requests in
+	// flight stop adding throughput and only add latency.
+	Latency bool
+}
+
 // DefaultRampupDelayFactor is the rampup delay_factor when unset: the
 // inverse of the default BACKOFF_DELAY_FACTOR, so one quiet window undoes
 // one backoff step.
@@ -113,8 +126,9 @@ type ScopeConfig struct {
 	// Kind is the scope's kind (domain, IP, other).
 	Kind ScopeKind
 	// Concurrency is the maximum number of requests in flight (0 =
-	// unlimited). With rampup it is the ceiling rampup grows towards, and
-	// 0 (unset) means no ceiling.
+	// unlimited). With rampup it is the ceiling rampup grows towards; a
+	// rampup scope without an explicit concurrency has none (0), whatever
+	// its kind's default.
 	Concurrency int
 	// MinConcurrency is the floor backoff and rampup never go below (>= 1).
 	MinConcurrency int
@@ -130,6 +144,8 @@ type ScopeConfig struct {
 	Rampup RampupConfig
 	// Backoff configures backoff.
 	Backoff BackoffConfig
+	// RateControl configures the rate controller.
+	RateControl RateControlConfig
 	// Manager is the registered scope manager name for this scope.
 	Manager string
 	// IgnoreRobotsTxt silences the warning about a robots.txt Crawl-delay
@@ -149,6 +165,8 @@ type Config struct {
 	// PerDomain, PerIP and Other are the default concurrencies by kind
 	// (IP scopes use PerDomain when PerIP is 0).
 	PerDomain, PerIP, Other int
+	// Proxy holds the defaults of proxy scopes (proxyscope.go).
+	Proxy ProxyDefaults
 	// Delay is DOWNLOAD_DELAY, the default delay of domain and IP scopes.
 	Delay time.Duration
 	// Jitter is RANDOMIZE_DOWNLOAD_DELAY as a [low, high] factor range.
@@ -162,6 +180,9 @@ type Config struct {
 	// RampupAll enables rampup on scopes that do not set "rampup"
 	// (AUTOTHROTTLE_TARGET_CONCURRENCY migration).
 	RampupAll bool
+	// RateControl holds THROTTLING_RATE_CONTROL and
+	// THROTTLING_LATENCY_CONTROL, the default of every scope.
+	RateControl RateControlConfig
 	// ScopeLimit is THROTTLING_SCOPE_LIMIT (0 = none).
 	ScopeLimit int
 	// MaxIdle is THROTTLING_SCOPE_MAX_IDLE (0 = never).
@@ -182,7 +203,9 @@ type Config struct {
 }
 
 var scopeKeys = []string{"concurrency", "min_concurrency", "delay", "jitter", "quota", "window",
-	"rampup", "backoff", "manager", "ignore_robots_txt"}
+	"rampup", "backoff", "rate_control", "manager", "ignore_robots_txt"}
+
+var rateControlKeys = []string{"enabled", "latency"}
 
 var backoffKeys = []string{"http_codes", "exceptions", "delay_factor", "max_delay", "min_delay", "jitter", "window", "retry_after_pacing"}
 
@@ -195,6 +218,7 @@ func ReadConfig(s *settings.Settings) (*Config, error) {
 		PerDomain:      s.Int("CONCURRENT_REQUESTS_PER_DOMAIN"),
 		PerIP:          s.Int("CONCURRENT_REQUESTS_PER_IP"),
 		Other:          s.Int("THROTTLING_SCOPE_CONCURRENCY"),
+		Proxy:          readProxyDefaults(s),
 		Delay:          s.Seconds("DOWNLOAD_DELAY"),
 		Window:         s.Seconds("THROTTLING_WINDOW"),
 		ScopeLimit:     s.Int("THROTTLING_SCOPE_LIMIT"),
@@ -202,6 +226,7 @@ func ReadConfig(s *settings.Settings) (*Config, error) {
 		Debug:          s.Bool("THROTTLING_DEBUG"),
 		RobotsMaxDelay: s.Seconds("THROTTLING_ROBOTSTXT_MAX_DELAY"),
 		RobotsObey:     s.Bool("ROBOTSTXT_OBEY") && s.Bool("THROTTLING_ROBOTSTXT_OBEY"),
+		RateControl:    RateControlConfig{Enabled: s.Bool("THROTTLING_RATE_CONTROL"), Latency: s.Bool("THROTTLING_LATENCY_CONTROL")},
 		Manager:        s.String("THROTTLING_MANAGER"),
 		ScopeManager:   s.String("THROTTLING_SCOPE_MANAGER"),
 		scopes:         map[string]*ScopeConfig{},
@@ -282,227 +307,11 @@ func (b *BackoffConfig) finish(scope, prefix string) error {
 	return nil
 }
 
-func (c *Config) parseScope(name string, raw any) (*ScopeConfig, error) {
-	bad := func(key, format string, args ...any) error {
-		return &ConfigError{Setting: "THROTTLING_SCOPES", Scope: name, Key: key, Msg: fmt.Sprintf(format, args...)}
-	}
-	if strings.TrimSpace(name) == "" {
-		return nil, &ConfigError{Setting: "THROTTLING_SCOPES", Msg: "empty scope name"}
-	}
-	m, ok := raw.(map[string]any)
-	if !ok {
-		if raw == nil {
-			m = map[string]any{}
-		} else {
-			return nil, &ConfigError{Setting: "THROTTLING_SCOPES", Scope: name, Msg: fmt.Sprintf("want a mapping of keys (%s), got %T", strings.Join(scopeKeys, ", "), raw)}
-		}
-	}
-	sc := c.defaults(name)
-	sc.Raw = m
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		v := m[k]
-		switch k {
-		case "concurrency", "min_concurrency":
-			n, err := settings.NonNegative(settings.Int).Convert(v)
-			if err != nil {
-				return nil, bad(k, "%v (want a non-negative integer)", err)
-			}
-			if k == "concurrency" {
-				sc.Concurrency, sc.ExplicitConcurrency = n.(int), true
-			} else {
-				if n.(int) < 1 {
-					return nil, bad(k, "must be at least 1")
-				}
-				sc.MinConcurrency = n.(int)
-			}
-		case "delay":
-			d, err := seconds(v)
-			if err != nil {
-				return nil, bad(k, "%v", err)
-			}
-			sc.Delay, sc.ExplicitDelay = d, true
-		case "jitter":
-			j, err := parseJitter(v)
-			if err != nil {
-				return nil, bad(k, "%v", err)
-			}
-			sc.Jitter = j
-		case "quota":
-			f, err := settings.NonNegative(settings.Float).Convert(v)
-			if err != nil {
-				return nil, bad(k, "%v (want a non-negative number)", err)
-			}
-			sc.Quota = f.(float64)
-		case "window":
-			d, err := seconds(v)
-			if err != nil {
-				return nil, bad(k, "%v", err)
-			}
-			if d <= 0 {
-				return nil, bad(k, "must be positive")
-			}
-			sc.Window = d
-		case "rampup":
-			r, err := c.parseRampup(name, v)
-			if err != nil {
-				return nil, err
-			}
-			sc.Rampup = r
-		case "backoff":
-			bm, ok := v.(map[string]any)
-			if !ok {
-				return nil, bad(k, "want a mapping with keys %s, got %T", strings.Join(backoffKeys, ", "), v)
-			}
-			if err := parseBackoff(name, bm, &sc.Backoff); err != nil {
-				return nil, err
-			}
-		case "manager":
-			s, ok := v.(string)
-			if !ok || s == "" {
-				return nil, bad(k, "want the registered name of a scope manager, got %v", v)
-			}
-			if _, err := lookupScopeManager(s); err != nil {
-				return nil, bad(k, "%v", err)
-			}
-			sc.Manager = s
-		case "ignore_robots_txt":
-			bv, err := settings.Bool.Convert(v)
-			if err != nil {
-				return nil, bad(k, "%v (want true or false)", err)
-			}
-			sc.IgnoreRobotsTxt = bv.(bool)
-		default:
-			msg := "unknown key (known: " + strings.Join(scopeKeys, ", ") + ")"
-			if s := closest(k, scopeKeys); s != "" {
-				msg = fmt.Sprintf("unknown key; did you mean %q?", s)
-			}
-			return nil, bad(k, "%s", msg)
-		}
-	}
-	if sc.Concurrency > 0 && sc.MinConcurrency > sc.Concurrency {
-		return nil, bad("min_concurrency", "%d is above concurrency %d", sc.MinConcurrency, sc.Concurrency)
-	}
-	return sc, nil
-}
-
-func parseBackoff(scope string, m map[string]any, b *BackoffConfig) error {
-	bad := func(key, format string, args ...any) error {
-		return &ConfigError{Setting: "THROTTLING_SCOPES", Scope: scope, Key: "backoff." + key, Msg: fmt.Sprintf(format, args...)}
-	}
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		v := m[k]
-		switch k {
-		case "http_codes":
-			l, err := settings.IntList.Convert(v)
-			if err != nil {
-				return bad(k, "%v (want a list of status codes)", err)
-			}
-			b.HTTPCodes = l.([]int)
-		case "exceptions":
-			l, err := settings.StringList.Convert(v)
-			if err != nil {
-				return bad(k, "%v (want a list of error kind names)", err)
-			}
-			b.Exceptions = l.([]string)
-		case "delay_factor":
-			f, err := settings.Float.Convert(v)
-			if err != nil {
-				return bad(k, "%v", err)
-			}
-			b.DelayFactor = f.(float64)
-		case "max_delay", "min_delay", "window":
-			d, err := seconds(v)
-			if err != nil {
-				return bad(k, "%v", err)
-			}
-			switch k {
-			case "max_delay":
-				b.MaxDelay = d
-			case "min_delay":
-				b.MinDelay = d
-			default:
-				b.Window = d
-			}
-		case "jitter":
-			j, err := parseJitter(v)
-			if err != nil {
-				return bad(k, "%v", err)
-			}
-			b.Jitter = j
-		case "retry_after_pacing":
-			p, err := settings.Bool.Convert(v)
-			if err != nil {
-				return bad(k, "%v", err)
-			}
-			b.RetryAfterPacing = p.(bool)
-		default:
-			return bad(k, "unknown key (known: %s)", strings.Join(backoffKeys, ", "))
-		}
-	}
-	return b.finish(scope, "")
-}
-
-func (c *Config) parseRampup(scope string, v any) (RampupConfig, error) {
-	bad := func(key, format string, args ...any) error {
-		k := "rampup"
-		if key != "" {
-			k += "." + key
-		}
-		return &ConfigError{Setting: "THROTTLING_SCOPES", Scope: scope, Key: k, Msg: fmt.Sprintf(format, args...)}
-	}
-	r := RampupConfig{Target: c.RampupTarget, DelayFactor: DefaultRampupDelayFactor}
-	switch x := v.(type) {
-	case bool:
-		r.Enabled = x
-		return r, nil
-	case map[string]any:
-		r.Enabled = true
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			val := x[k]
-			switch k {
-			case "backoff_target":
-				t, err := settings.OneOf(settings.NonNegative(settings.Int), settings.IntPair).Convert(val)
-				if err != nil {
-					return r, bad(k, "%v (want an integer or [low, high])", err)
-				}
-				switch tt := t.(type) {
-				case int:
-					r.Target = [2]int{tt, tt}
-				case [2]int:
-					if tt[0] < 0 {
-						return r, bad(k, "low %d is negative", tt[0])
-					}
-					r.Target = tt
-				}
-			case "delay_factor":
-				f, err := settings.Float.Convert(val)
-				if err != nil {
-					return r, bad(k, "%v", err)
-				}
-				if ff := f.(float64); ff <= 0 || ff >= 1 {
-					return r, bad(k, "%v is not between 0 and 1 (exclusive): each rampup step multiplies the delay by it", ff)
-				}
-				r.DelayFactor = f.(float64)
-			case "min_delay":
-				d, err := seconds(val)
-				if err != nil {
-					return r, bad(k, "%v", err)
-				}
-				r.MinDelay = d
-			default:
-				return r, bad(k, "unknown key (known: %s)", strings.Join(rampupKeys, ", "))
-			}
-		}
-		return r, nil
-	}
-	return r, bad("", "want true, false or a mapping with keys %s, got %T", strings.Join(rampupKeys, ", "), v)
-}
-
 // defaults returns the configuration of a scope that THROTTLING_SCOPES
 // does not mention.
 func (c *Config) defaults(name string) *ScopeConfig {
 	sc := &ScopeConfig{Name: name, Kind: KindOfScope(name), MinConcurrency: 1, Jitter: c.Jitter,
-		Window: c.Window, Backoff: c.Backoff, Manager: c.ScopeManager,
+		Window: c.Window, Backoff: c.Backoff, Manager: c.ScopeManager, RateControl: c.RateControl,
 		Rampup: RampupConfig{Enabled: c.RampupAll, Target: c.RampupTarget, DelayFactor: DefaultRampupDelayFactor}}
 	switch sc.Kind {
 	case KindDomain:
@@ -514,6 +323,8 @@ func (c *Config) defaults(name string) *ScopeConfig {
 		if c.PerIP == 0 {
 			sc.Concurrency = c.PerDomain
 		}
+	case KindProxy, KindProxyHost:
+		sc.Concurrency, sc.Delay = c.Proxy.of(sc.Kind)
 	default:
 		sc.Concurrency = c.Other
 	}
@@ -526,7 +337,11 @@ func (c *Config) Scope(name string) ScopeConfig {
 	if sc, ok := c.scopes[name]; ok {
 		return *sc
 	}
-	return *c.defaults(name)
+	sc := c.defaults(name)
+	if sc.Rampup.Enabled {
+		sc.Concurrency = 0 // a rampup scope grows without a ceiling of its own (AUTOTHROTTLE_TARGET_CONCURRENCY)
+	}
+	return *sc
 }
 
 // Configured reports whether THROTTLING_SCOPES has an entry for name.
@@ -570,28 +385,4 @@ func parseJitter(v any) ([2]float64, error) {
 		return x, nil
 	}
 	return [2]float64{}, fmt.Errorf("unexpected %T", f)
-}
-
-// seconds converts a non-negative number of seconds.
-func seconds(v any) (time.Duration, error) {
-	f, err := settings.NonNegative(settings.Float).Convert(v)
-	if err != nil {
-		return 0, fmt.Errorf("%v (want a non-negative number of seconds)", err)
-	}
-	s := f.(float64)
-	if math.IsInf(s, 0) || s > 1e9 {
-		return 0, fmt.Errorf("%v seconds is too large", s)
-	}
-	return time.Duration(s * float64(time.Second)), nil
-}
-
-// closest returns the candidate within edit distance 2 of s, or "".
-func closest(s string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := settings.EditDistance(s, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
 }

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/settings"
 )
 
 func TestScopesValidation(t *testing.T) {
@@ -109,14 +111,23 @@ func TestScopeDefaultsByKind(t *testing.T) {
 	}
 }
 
+// No scope is configured by default: a project's DOWNLOAD_DELAY and
+// CONCURRENT_REQUESTS_PER_DOMAIN apply to every site, the tutorial's
+// quotes.toscrape.com included.
 func TestDefaultThrottlingScopes(t *testing.T) {
-	cfg, err := ReadConfig(testSettings(t))
+	s := testSettings(t)
+	if err := s.Set("DOWNLOAD_DELAY", 1.5, settings.SourceFile, "gocrawl.yaml:1"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ReadConfig(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := cfg.Scope("quotes.toscrape.com")
-	if sc.Concurrency != 16 || sc.Delay != 0 || !sc.ExplicitConcurrency {
-		t.Fatalf("default THROTTLING_SCOPES quotes.toscrape.com = %+v, want concurrency 16 delay 0", sc)
+	if got := cfg.ConfiguredScopes(); len(got) != 0 {
+		t.Errorf("default THROTTLING_SCOPES configures %v, want none", got)
+	}
+	if sc := cfg.Scope("quotes.toscrape.com"); sc.Delay != 1500*time.Millisecond || sc.ExplicitConcurrency {
+		t.Errorf("quotes.toscrape.com = %+v, want DOWNLOAD_DELAY 1.5s and the default concurrency", sc)
 	}
 }
 

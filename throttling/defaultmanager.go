@@ -61,7 +61,10 @@ func (m *DefaultManager) ResponseDelay(res *spider.Response) time.Duration {
 	return ServerDelay(res.Header, c.Now(), m.Config.Backoff.MaxDelay)
 }
 
-// GetResponseBackoff implements Manager.
+// GetResponseBackoff implements Manager. Besides triggers, it gives the
+// response's RateLimit headers (ParseRateLimit), on any response, to the
+// request's host scope (Request.Host, like a robots.txt Crawl-delay): they
+// describe the host's limit, not that of custom scopes.
 func (m *DefaultManager) GetResponseBackoff(ctx context.Context, res *spider.Response, scopes Scopes) (Feedback, error) {
 	var fb Feedback
 	var delay time.Duration = -1
@@ -77,6 +80,16 @@ func (m *DefaultManager) GetResponseBackoff(ctx context.Context, res *spider.Res
 			fb = Feedback{}
 		}
 		fb[s.Name] = ScopeFeedback{Trigger: true, Delay: min(delay, b.MaxDelay)}
+	}
+	if rl, ok := ParseRateLimit(res.Header); ok && res.Request != nil {
+		if host := res.Request.Host(); scopes.Has(host) {
+			if fb == nil {
+				fb = Feedback{}
+			}
+			f := fb[host]
+			f.RateLimit = &rl
+			fb[host] = f
+		}
 	}
 	return fb, nil
 }

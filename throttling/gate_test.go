@@ -186,6 +186,9 @@ func TestDistributedGateMatchesInMemory(t *testing.T) {
 			"concurrency": 6, "delay": 0.4, "rampup": map[string]any{"backoff_target": []any{1, 2}, "min_delay": 0.05},
 			"backoff": map[string]any{"min_delay": 0.1}}}}},
 		{"quota", []any{"THROTTLING_SCOPES", map[string]any{"example.com": map[string]any{"quota": 7.0, "window": 3.0}}}},
+		{"rate controller", []any{"THROTTLING_RATE_CONTROL", true}},
+		{"rate controller, rampup", []any{"THROTTLING_RATE_CONTROL", true, "BACKOFF_WINDOW", 1.5,
+			"THROTTLING_SCOPES", map[string]any{"example.com": map[string]any{"rampup": true, "concurrency": 6}}}},
 	}
 	for _, c := range configs {
 		t.Run(c.name, func(t *testing.T) {
@@ -215,12 +218,17 @@ func TestDistributedGateMatchesInMemory(t *testing.T) {
 						rest = append(rest, f)
 						continue
 					}
-					o := Outcome{Class: OutcomeOK, Latency: f.done.Sub(f.sent)}
+					// As the throttler reports them (OutcomeOf): an accepted
+					// answer's signal carries its latency.
+					lat := f.done.Sub(f.sent)
+					o := Outcome{Class: OutcomeOK, Latency: lat, Signal: Signal{SentAt: f.sent, Latency: lat}}
 					switch r := rng.IntN(20); {
 					case r == 0:
 						o = Outcome{Class: OutcomeRefused, Signal: Signal{Trigger: true, SentAt: f.sent}}
 					case r == 1:
 						o = Outcome{Class: OutcomeRefused, Signal: Signal{Trigger: true, SentAt: f.sent, Delay: time.Duration(1+rng.IntN(3)) * sec}}
+					case r == 3:
+						o.Signal.RateLimit = &RateLimit{Remaining: float64(rng.IntN(4)), HasRemaining: true, Reset: time.Second, Quota: 20, Window: sec}
 					case r == 2:
 						o = Outcome{Class: OutcomeOther}
 					}

@@ -51,16 +51,17 @@ func ParseRateLimitReset(v string) (time.Duration, bool) {
 }
 
 // ServerDelay returns the delay a response asks for: the larger of its
-// Retry-After and RateLimit-Reset values, capped at maxDelay (when
-// positive). It returns 0 when neither header holds a usable positive
+// Retry-After and its RateLimit reset (RateLimit-Reset, or the t parameter
+// of a structured RateLimit field: see RateLimit), capped at maxDelay
+// (when positive). It returns 0 when no header holds a usable positive
 // value, so the caller takes a normal backoff step.
 func ServerDelay(h http.Header, now time.Time, maxDelay time.Duration) time.Duration {
 	var d time.Duration
 	if ra, ok := ParseRetryAfter(h.Get("Retry-After"), now); ok {
 		d = ra
 	}
-	if rl, ok := ParseRateLimitReset(h.Get("RateLimit-Reset")); ok {
-		d = max(d, rl)
+	if rl, ok := ParseRateLimit(h); ok {
+		d = max(d, rl.Reset)
 	}
 	if maxDelay > 0 {
 		d = min(d, maxDelay)

@@ -14,7 +14,8 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 const sec = time.Second
 
 // testSettings returns defaults overridden by kv (name, value, ...), with
-// jitter off unless kv sets it.
+// jitter and the rate controller off unless kv sets them: unit tests of one
+// rule see that rule alone (ratecontrol_test.go turns the controller on).
 func testSettings(t testing.TB, kv ...any) *settings.Settings {
 	t.Helper()
 	s := settings.New()
@@ -25,6 +26,7 @@ func testSettings(t testing.TB, kv ...any) *settings.Settings {
 	}
 	set("RANDOMIZE_DOWNLOAD_DELAY", false)
 	set("BACKOFF_JITTER", 0.0)
+	set("THROTTLING_RATE_CONTROL", false)
 	for i := 0; i+1 < len(kv); i += 2 {
 		set(kv[i].(string), kv[i+1])
 	}

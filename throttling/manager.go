@@ -115,4 +115,9 @@ type ScopeFeedback struct {
 	Consumed *float64
 	// Remaining sets the quota left in the window, as reported by the server.
 	Remaining *float64
+	// RateLimit is what the response's RateLimit headers said (any
+	// response, not only triggers), for the scope's rate controller; nil
+	// when there were none. The default manager gives it to the request's
+	// host scope.
+	RateLimit *RateLimit
 }

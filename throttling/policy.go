@@ -3,6 +3,7 @@ package throttling
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -34,6 +35,8 @@ type Policy struct {
 
 	backoffState
 	rampState
+	rateState
+	latencyState
 }
 
 // Signal is what one outcome tells a scope's Policy (OnFeedback).
@@ -49,10 +52,18 @@ type Signal struct {
 	Delay time.Duration
 	// Uncapped exempts Delay from the scope's max_delay (DelayScope).
 	Uncapped bool
+	// RateLimit is what the response's RateLimit headers said; nil when
+	// none.
+	RateLimit *RateLimit
+	// Latency is the time from the send to the completion of a response
+	// the server accepted (0 otherwise).
+	Latency time.Duration
 }
 
 // empty reports whether the signal carries nothing for the policy.
-func (s Signal) empty() bool { return !s.Trigger && s.Delay <= 0 }
+func (s Signal) empty() bool {
+	return !s.Trigger && s.Delay <= 0 && s.RateLimit == nil && s.Latency <= 0
+}
 
 // NewPolicy returns the policy of a scope in its configured state. env.Rand
 // draws the jitter of backoff pauses (nil seeds one); env.Debug receives
@@ -88,12 +99,25 @@ func (p *Policy) rampStartConcurrency() int {
 // Config returns the scope's configuration.
 func (p *Policy) Config() ScopeConfig { return p.cfg }
 
-// Delay returns the scope's current delay (before jitter).
+// Delay returns the scope's current delay (before jitter): the configured
+// (or Crawl-delay) delay after backoff or rampup, the Retry-After pace and
+// the rate controller's interval, whichever is longest.
 func (p *Policy) Delay() time.Duration {
+	d := p.levelDelay(p.baseDelay, p.level)
 	if p.cfg.Rampup.Enabled {
-		return max(p.rampDelay, p.pace)
+		d = p.rampDelay
 	}
-	return max(p.levelDelay(p.baseDelay, p.level), p.pace)
+	return max(d, p.pace, p.rcInterval())
+}
+
+// Rate returns the rate controller's current rate in requests per second
+// and its estimate of the server's limit; zeros when it does not pace the
+// scope.
+func (p *Policy) Rate() (rate, estimate float64) {
+	if !p.rcOn {
+		return 0, 0
+	}
+	return p.rcRate, p.rcEst
 }
 
 // Concurrency returns the scope's current concurrency limit (0 = unlimited).
@@ -114,16 +138,21 @@ func (p *Policy) Tick(now time.Time, g GateState) {
 		p.recoverTick(now)
 	}
 	p.paceTick(now)
+	p.rcTick(now, g)
+	p.latTick(now, g)
 }
 
 // OnFeedback applies one outcome's signal at now (after Tick): a backoff
 // trigger, a server delay, a DelayScope hold.
 func (p *Policy) OnFeedback(now time.Time, sig Signal, g GateState) {
 	p.Tick(now, g)
-	if sig.empty() {
-		return
+	if sig.Trigger || sig.Delay > 0 {
+		p.rcSlow = true // slow start ends at the first trigger, whoever handles it
+		p.backoff(now, sig, g)
 	}
-	p.backoff(now, sig, g)
+	if sig.RateLimit != nil && p.rcEnabled() {
+		p.rcRateLimit(now, sig.SentAt, sig.RateLimit, g)
+	}
 }
 
 // SetBaseDelay changes the configured delay (robots.txt Crawl-delay). With
@@ -151,14 +180,14 @@ func (p *Policy) SetConcurrency(n int) {
 // Params returns the gate parameters the policy implies at now.
 func (p *Policy) Params(now time.Time) GateParams {
 	j := p.cfg.Jitter
-	if p.level > 0 || p.pace > 0 {
-		j = p.cfg.Backoff.Jitter // BACKOFF_JITTER overrides RANDOMIZE_DOWNLOAD_DELAY during backoff
+	if p.backingOff() {
+		j = p.cfg.Backoff.Jitter // BACKOFF_JITTER overrides RANDOMIZE_DOWNLOAD_DELAY during backoff and pacing
 	}
 	blocked := p.blockedUntil
 	if p.notBefore.After(blocked) {
 		blocked = p.notBefore
 	}
-	return GateParams{Delay: p.Delay(), JitterLo: j[0], JitterHi: j[1], Concurrency: p.conc,
+	return GateParams{Delay: p.Delay(), JitterLo: j[0], JitterHi: j[1], Concurrency: p.rcConcurrency(p.latConcurrency(p.conc)),
 		BlockedUntil: blocked, Quota: p.cfg.Quota, Window: p.cfg.Window, ValidUntil: p.validUntil()}
 }
 
@@ -182,16 +211,23 @@ func (p *Policy) validUntil() time.Time {
 	if p.pace > 0 {
 		earliest(p.paceMark.Add(w))
 	}
+	if rc := p.rcValidUntil(); !rc.IsZero() {
+		earliest(rc)
+	}
+	if lat := p.latValidUntil(); !lat.IsZero() {
+		earliest(lat)
+	}
 	return t
 }
 
-// backingOff reports whether backoff or pacing slows the scope down.
-func (p *Policy) backingOff() bool { return p.level > 0 || p.pace > 0 }
+// backingOff reports whether backoff, pacing or the rate controller slows
+// the scope down.
+func (p *Policy) backingOff() bool { return p.level > 0 || p.pace > 0 || p.rcOn }
 
 // PolicyStateVersion is the version of PolicyState this package writes.
 // SetState reads every earlier version (fields it lacks keep their
 // configured values).
-const PolicyStateVersion = 1
+const PolicyStateVersion = 2
 
 // PolicyState is the serializable state of a Policy: JSON-friendly (times
 // in RFC 3339, durations as integer nanoseconds, so it round-trips
@@ -228,6 +264,44 @@ type PolicyState struct {
 	RampStart       time.Time     `json:"ramp_start,omitzero"`
 	RampTriggers    int           `json:"ramp_triggers,omitempty"`
 	RampSendsMark   int64         `json:"ramp_sends_mark,omitempty"`
+
+	// Rate controller (version 2): whether it paces the scope, its rate
+	// and estimate of the server's limit (requests per second), a rate
+	// the server announced, the probe curve's epoch and next step, the
+	// latest refusal event and the recent ones (RateMarks), the RateLimit
+	// "remaining" cap and its end, and whether the first answer was seen.
+	RateOn         bool       `json:"rate_on,omitempty"`
+	Rate           float64    `json:"rate,omitempty"`
+	RateBase       float64    `json:"rate_base,omitempty"`
+	RateBeta       float64    `json:"rate_beta,omitempty"`
+	RateEstimate   float64    `json:"rate_estimate,omitempty"`
+	RateCap        float64    `json:"rate_cap,omitempty"`
+	RateEpoch      time.Time  `json:"rate_epoch,omitzero"`
+	RateNext       time.Time  `json:"rate_next,omitzero"`
+	RateEvent      time.Time  `json:"rate_event,omitzero"`
+	RateMarks      []RateMark `json:"rate_marks,omitempty"`
+	RateSamples    []RateMark `json:"rate_samples,omitempty"`
+	RateGrowing    float64    `json:"rate_growing,omitempty"`
+	RateStart      time.Time  `json:"rate_start,omitzero"`
+	RateBurst      float64    `json:"rate_burst,omitempty"`
+	RateError      float64    `json:"rate_error,omitempty"`
+	RateLate       float64    `json:"rate_late,omitempty"`
+	Remaining      int        `json:"remaining,omitempty"`
+	RemainingUntil time.Time  `json:"remaining_until,omitzero"`
+	SlowStartOver  bool       `json:"slow_start_over,omitempty"`
+	SeenOK         int64      `json:"seen_ok,omitempty"`
+
+	// Latency control (version 2): the concurrency held (0 = the
+	// configured one), the trial in progress (-1 one slot less, +1 one
+	// more) and the throughput before it, the end of a hold, the current
+	// window's start and the gate's OK and FullSeconds counters then.
+	LatencyLimit int       `json:"latency_limit,omitempty"`
+	LatencyPhase int       `json:"latency_phase,omitempty"`
+	LatencyBase  float64   `json:"latency_base,omitempty"`
+	LatencyHold  time.Time `json:"latency_hold,omitzero"`
+	LatencyStart time.Time `json:"latency_start,omitzero"`
+	LatencyOK    int64     `json:"latency_ok,omitempty"`
+	LatencyFull  float64   `json:"latency_full,omitempty"`
 }
 
 // State returns the policy's state.
@@ -239,6 +313,19 @@ func (p *Policy) State() PolicyState {
 	if p.cfg.Rampup.Enabled {
 		s.RampDelay, s.RampConcurrency = p.rampDelay, p.conc
 		s.RampStart, s.RampTriggers, s.RampSendsMark = p.rampStart, p.rampTriggers, p.rampSendsMark
+	}
+	if p.rcEnabled() {
+		s.RateOn, s.Rate, s.RateEstimate, s.RateCap = p.rcOn, p.rcRate, p.rcEst, p.rcCap
+		s.RateBase, s.RateBeta = p.rcBase, p.rcBeta
+		s.RateEpoch, s.RateNext, s.RateEvent = p.rcEpoch, p.rcNext, p.rcEvent
+		s.RateMarks, s.RateSamples = slices.Clone(p.rcMarks), slices.Clone(p.rcSamples)
+		s.RateGrowing, s.RateStart, s.RateBurst, s.RateError, s.RateLate = p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr, p.rcLate
+		s.Remaining, s.RemainingUntil = p.rcRemaining, p.rcRemUntil
+		s.SlowStartOver, s.SeenOK = p.rcSlow, p.rcSeenOK
+	}
+	if p.latEnabled() {
+		s.LatencyLimit, s.LatencyPhase, s.LatencyBase, s.LatencyHold = p.latLimit, p.latPhase, p.latBase, p.latHold
+		s.LatencyStart, s.LatencyOK, s.LatencyFull = p.latStart, p.latMark, p.latFull
 	}
 	return s
 }
@@ -270,6 +357,23 @@ func (p *Policy) SetState(s PolicyState) error {
 		}
 		p.rampStart, p.rampTriggers, p.rampSendsMark = s.RampStart, max(0, s.RampTriggers), s.RampSendsMark
 	}
+	if p.rcEnabled() {
+		p.rcOn, p.rcRate, p.rcEst, p.rcCap = s.RateOn && s.Rate > 0, max(0, s.Rate), max(0, s.RateEstimate), max(0, s.RateCap)
+		p.rcBase, p.rcBeta = max(0, s.RateBase), min(max(s.RateBeta, 0), 1)
+		p.rcEpoch, p.rcNext, p.rcEvent = s.RateEpoch, s.RateNext, s.RateEvent
+		p.rcMarks, p.rcSamples = slices.Clone(s.RateMarks), slices.Clone(s.RateSamples)
+		p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr = max(0, s.RateGrowing), s.RateStart, max(0, s.RateBurst), max(0, s.RateError)
+		p.rcLate = min(max(s.RateLate, 1), rcLateMax)
+		p.rcRemaining, p.rcRemUntil = max(0, s.Remaining), s.RemainingUntil
+		p.rcSlow, p.rcSeenOK = s.SlowStartOver, s.SeenOK
+	}
+	if p.latEnabled() {
+		p.latLimit, p.latPhase, p.latBase, p.latHold = max(0, s.LatencyLimit), min(max(s.LatencyPhase, -1), 1), s.LatencyBase, s.LatencyHold
+		p.latStart, p.latMark, p.latFull = s.LatencyStart, s.LatencyOK, s.LatencyFull
+		if p.latLimit >= p.conc {
+			p.latLimit = 0
+		}
+	}
 	return nil
 }
 
@@ -284,5 +388,5 @@ func since(cur int64, mark *int64) int64 {
 
 func (p *Policy) debug(reason string) *zerolog.Event {
 	return p.dbg.Info().Str("scope", p.cfg.Name).Str("reason", reason).
-		Float64("delay", p.Delay().Seconds()).Int("level", p.level).Int("concurrency", p.conc)
+		Stringer("delay", p.Delay().Round(time.Millisecond)).Int("level", p.level).Int("concurrency", p.conc)
 }

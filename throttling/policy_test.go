@@ -56,7 +56,7 @@ func TestPolicyStateRoundTrip(t *testing.T) {
 			if got, want := r.Params(now), m.policy.Params(now); got != want {
 				t.Fatalf("params after a JSON round trip:\n got %+v\nwant %+v", got, want)
 			}
-			if m.policy.State() == (PolicyState{Version: PolicyStateVersion}) {
+			if reflect.DeepEqual(m.policy.State(), PolicyState{Version: PolicyStateVersion}) {
 				t.Fatal("the scenario left no state to round-trip")
 			}
 		})

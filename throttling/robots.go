@@ -5,7 +5,8 @@ import "time"
 // SetRobotsDelay applies a robots.txt Crawl-delay to scope (the host's
 // scope), when ROBOTSTXT_OBEY and THROTTLING_ROBOTSTXT_OBEY are on: the
 // scope's concurrency becomes 1 and its delay the Crawl-delay, capped at
-// THROTTLING_ROBOTSTXT_MAX_DELAY. A THROTTLING_SCOPES entry that sets
+// THROTTLING_ROBOTSTXT_MAX_DELAY, unless the configured delay
+// (DOWNLOAD_DELAY) is longer: a Crawl-delay only raises it. A THROTTLING_SCOPES entry that sets
 // concurrency or delay keeps its values; when they differ from the
 // robots.txt ones a warning is logged once, unless the entry sets
 // ignore_robots_txt. The Crawl-delay is remembered even when the scope's
@@ -45,7 +46,7 @@ func (t *Throttler) SetRobotsDelay(scope string, crawlDelay time.Duration) bool 
 		applyRobots(e.mgr, cfg, d)
 		t.notifyLocked(Scopes{{Name: scope}})
 	}
-	t.dbg.Info().Str("scope", scope).Float64("delay", d.Seconds()).Str("reason", "robots.txt").
+	t.dbg.Info().Str("scope", scope).Stringer("delay", d).Str("reason", "robots.txt").
 		Msg("throttling: robots.txt Crawl-delay applied")
 	return true
 }
@@ -59,13 +60,17 @@ func (t *Throttler) RobotsDelay(scope string) (time.Duration, bool) {
 }
 
 // applyRobots applies a Crawl-delay d to the manager m of a scope of cfg:
-// concurrency 1 and delay d, except where THROTTLING_SCOPES sets them.
+// concurrency 1 and delay d, except where THROTTLING_SCOPES sets them. A
+// Crawl-delay only ever raises the delay (set_base_delay in Scrapy's
+// throttling design is raise-only): below the configured delay
+// (DOWNLOAD_DELAY) it changes nothing, so robots.txt never makes a crawl
+// faster.
 func applyRobots(m ScopeManager, cfg ScopeConfig, d time.Duration) {
 	if !cfg.ExplicitConcurrency {
 		m.SetConcurrency(1)
 	}
 	if !cfg.ExplicitDelay {
-		m.SetBaseDelay(d)
+		m.SetBaseDelay(max(cfg.Delay, d))
 	}
 }
 
@@ -79,13 +84,13 @@ func (t *Throttler) warnRobotsLocked(cfg ScopeConfig, d, crawlDelay time.Duratio
 		return
 	}
 	t.warned[cfg.Name] = true
-	ev := t.log.Warn().Str("scope", cfg.Name).Float64("crawl_delay", crawlDelay.Seconds()).
-		Float64("robots_delay", d.Seconds())
+	ev := t.log.Warn().Str("scope", cfg.Name).Stringer("crawl_delay", crawlDelay).
+		Stringer("robots_delay", d)
 	if cfg.ExplicitConcurrency {
 		ev = ev.Int("concurrency", cfg.Concurrency)
 	}
 	if cfg.ExplicitDelay {
-		ev = ev.Float64("delay", cfg.Delay.Seconds())
+		ev = ev.Stringer("delay", cfg.Delay)
 	}
 	ev.Msg("THROTTLING_SCOPES disagrees with robots.txt Crawl-delay (which asks for concurrency 1 and this delay); " +
 		"keeping THROTTLING_SCOPES. Set ignore_robots_txt: true on the scope to silence this warning")

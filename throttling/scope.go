@@ -74,14 +74,31 @@ const (
 	KindDomain
 	// KindIP scopes (IP addresses) default to CONCURRENT_REQUESTS_PER_IP.
 	KindIP
+	// KindProxy scopes ("proxy:HOST:PORT", one per proxy of PROXY_LIST)
+	// default to CONCURRENT_REQUESTS_PER_PROXY and PROXY_DOWNLOAD_DELAY.
+	KindProxy
+	// KindProxyHost scopes ("proxy:HOST:PORT|host", the requests to one
+	// host through one proxy) default to CONCURRENT_REQUESTS_PER_PROXY_HOST
+	// and PROXY_HOST_DOWNLOAD_DELAY.
+	KindProxyHost
 )
 
-// KindOfScope classifies a scope name: a bare IP address ("10.0.0.1",
+// proxyScopePrefix starts the names of proxy scopes (package proxypool).
+const proxyScopePrefix = "proxy:"
+
+// KindOfScope classifies a scope name: "proxy:HOST:PORT" is KindProxy and
+// "proxy:HOST:PORT|host" KindProxyHost; a bare IP address ("10.0.0.1",
 // "::1") is KindIP; a host name or an address with a port (a URL's host,
 // "books.toscrape.com", "127.0.0.1:8080") is KindDomain; anything else
 // (custom names, endpoint paths) is KindOther. IP scopes added from the
 // DNS cache never carry a port, while host scopes keep a non-default one.
 func KindOfScope(name string) ScopeKind {
+	if rest, ok := strings.CutPrefix(name, proxyScopePrefix); ok && rest != "" {
+		if strings.Contains(rest, "|") {
+			return KindProxyHost
+		}
+		return KindProxy
+	}
 	host := name
 	if h, _, err := net.SplitHostPort(name); err == nil {
 		if net.ParseIP(h) != nil {

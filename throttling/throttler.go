@@ -402,12 +402,15 @@ func OutcomeOf(f ScopeFeedback, sentAt time.Time, latency time.Duration, res *sp
 	o := Outcome{Class: OutcomeOther, Latency: latency}
 	switch {
 	case dontTrack:
+		return o
 	case f.Trigger:
 		o.Class = OutcomeRefused
 		o.Signal = Signal{Trigger: true, SentAt: sentAt, Delay: f.Delay}
 	case err == nil && res != nil:
 		o.Class = OutcomeOK
+		o.Signal = Signal{SentAt: sentAt, Latency: latency}
 	}
+	o.Signal.RateLimit = f.RateLimit
 	return o
 }
 

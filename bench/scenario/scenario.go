@@ -37,6 +37,10 @@ type Variant struct {
 	Settings map[string]any
 	// CollyDelay is the Delay of colly's LimitRule.
 	CollyDelay time.Duration
+	// Spider is the gocrawl spider: "" for the bench's own (FollowAll of
+	// a[href] on every page, the work colly's OnHTML does), "follow" for
+	// the built-in follow spider (a CrawlSpider rule, and an item per page).
+	Spider string
 }
 
 // Hosts returns the host names of s's site.
@@ -89,6 +93,7 @@ func All() []Scenario {
 			Concurrency: 64,
 			Variants: []Variant{
 				{Name: "gocrawl", Crawler: "gocrawl", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+				{Name: "gocrawl-follow", Crawler: "gocrawl", Spider: "follow", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 				{Name: "colly", Crawler: "colly"},
 			},
 		},

@@ -6,7 +6,7 @@
 // Run it with:
 //
 //	gocrawl run books -O books.csv
-//	gocrawl run books -a start_url=http://127.0.0.1:8080/ -O books.csv
+//	gocrawl run books -a start_urls=http://127.0.0.1:8080/ -O books.csv
 package books
 
 import (
@@ -21,7 +21,7 @@ import (
 	"github.com/gocrawl/gocrawl/spider"
 )
 
-// DefaultStartURL is where the spider starts unless -a start_url is given.
+// DefaultStartURL is where the spider starts unless -a start_urls is given.
 const DefaultStartURL = "https://books.toscrape.com/"
 
 // Book is the item: one book's detail page.
@@ -51,18 +51,19 @@ func New() *Spider { return &Spider{startURL: DefaultStartURL} }
 // Name implements spider.Spider.
 func (*Spider) Name() string { return "books" }
 
-// SetArgs implements spider.ArgsReceiver. The only argument is start_url,
-// an absolute http(s) URL of the site's front page.
+// SetArgs implements spider.ArgsReceiver. The only argument is
+// start_urls (or start_url), an absolute http(s) URL of the site's front
+// page.
 func (s *Spider) SetArgs(args map[string]string) error {
 	for k, v := range args {
 		switch k {
-		case "start_url":
+		case "start_urls", "start_url":
 			if _, err := spider.ParseURL(v); err != nil {
-				return fmt.Errorf("books: -a start_url: %w", err)
+				return fmt.Errorf("books: -a %s: %w", k, err)
 			}
 			s.startURL = v
 		default:
-			return fmt.Errorf("books: unknown argument %q (known: start_url)", k)
+			return fmt.Errorf("books: unknown argument %q (known: start_urls)", k)
 		}
 	}
 	return nil

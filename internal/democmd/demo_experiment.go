@@ -22,8 +22,7 @@ import (
 )
 
 // The two-host experiment of docs/metrics.md ("why start rate and per-host
-// limits"), as the last
-// phase of `gocrawl demo`: a strict host (token bucket of 10 requests/s,
+// limits"), as the last phase of `gocrawl demo --experiment`: a strict host (token bucket of 10 requests/s,
 // burst 5, 429 with Retry-After) and a lenient control host, the same pages
 // on each, a global pool of 50, crawled by three configurations of the same
 // engine side by side, each against its own copy of the site (the limiter
@@ -37,7 +36,7 @@ func init() {
 const experimentConcurrency = 50
 
 // experimentTimeout stops a configuration that has not finished (a slow
-// rampup), so the demo stays about a minute long.
+// rampup), so the experiment stays about a minute long.
 const experimentTimeout = 90 * time.Second
 
 // experimentConfig is one column of the experiment's table.
@@ -52,10 +51,10 @@ type experimentConfig struct {
 var experimentConfigs = []experimentConfig{
 	{
 		Name:  "naive pool",
-		About: "global pool only: no per-host limit, no delay, no backoff, no retries",
+		About: "global pool only: no per-host limit, no delay, no backoff, no rate control, no retries",
 		Settings: func(string) map[string]any {
 			return map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0, "DOWNLOAD_DELAY": 0, "BACKOFF_HTTP_CODES": []int{},
-				"BACKOFF_EXCEPTIONS": []string{}, "RETRY_ENABLED": false}
+				"BACKOFF_EXCEPTIONS": []string{}, "RETRY_ENABLED": false, "THROTTLING_RATE_CONTROL": false}
 		},
 	},
 	{
@@ -112,10 +111,10 @@ func (*linkSpider) Parse(ctx context.Context, res *spider.Response, out spider.O
 
 func demoExperiment(ctx context.Context, d *demo) error {
 	pages := d.settings.Int("DEMO_EXPERIMENT_PAGES")
-	if pages == 0 {
+	if !d.experiment || pages == 0 {
 		return nil
 	}
-	w := d.app.Stderr
+	w := d.app.Stdout
 	fmt.Fprintf(w, "\npoliteness experiment: a strict host (10 requests/s, burst 5, 429 + Retry-After) and a lenient one,\n"+
 		"%d pages each, global pool of %d, three configurations side by side (each on its own copy of the site):\n", pages, experimentConcurrency)
 	for _, c := range experimentConfigs {
@@ -185,7 +184,7 @@ func startExperiment(ctx context.Context, d *demo, pages int) ([]*experimentRun,
 		sp := &linkSpider{Base: spider.Base{StartURLs: []string{r.urls["strict"] + "/", r.urls["lenient"] + "/"}}}
 		// Failed pages are the point of the experiment: keep the log to
 		// errors.
-		log := d.log.Level(max(d.log.GetLevel(), zerolog.ErrorLevel)).With().Str("config", c.Name).Logger()
+		log := d.logs.Level(max(d.logs.GetLevel(), zerolog.ErrorLevel)).With().Str("config", c.Name).Logger()
 		r.eng, err = engine.New(sp, s, engine.Options{Log: log, Observers: []engine.Observer{r.mon.Recorder()}})
 		if err != nil {
 			return runs, cli.UsageErrorf("demo experiment, %s: %v", c.Name, err)
@@ -213,7 +212,7 @@ func runExperiment(ctx context.Context, d *demo, runs []*experimentRun) {
 			if _, err := r.mon.Finish(reason); err != nil && r.err == nil {
 				r.err = err
 			}
-			r.server = r.site.Stats()
+			r.server = pageStats(r.site)
 			r.done.Store(true)
 		})
 	}
@@ -227,7 +226,7 @@ func runExperiment(ctx context.Context, d *demo, runs []*experimentRun) {
 		case <-done:
 			return
 		case sig := <-d.app.Signals:
-			fmt.Fprintf(d.app.Stderr, "%s: stopping the experiment\n", sig)
+			d.logs.Warn().Str("signal", sig.String()).Msg("stopping the experiment")
 			for _, r := range runs {
 				r.eng.Stop("shutdown")
 			}
@@ -250,7 +249,7 @@ func runExperiment(ctx context.Context, d *demo, runs []*experimentRun) {
 				}
 				parts = append(parts, fmt.Sprintf("%s: strict %d ok, lenient %d ok%s", r.cfg.Name, strict, lenient, state))
 			}
-			fmt.Fprintf(d.app.Stderr, "  %s  %s\n", time.Since(start).Round(time.Second), strings.Join(parts, "; "))
+			d.logs.Info().Stringer("elapsed", time.Since(start).Round(time.Second)).Msg("experiment: " + strings.Join(parts, "; "))
 		}
 	}
 }
@@ -309,7 +308,9 @@ func writeExperimentTable(w io.Writer, runs []*experimentRun) {
 			r.cfg.Name, h.ByStatus[200], r.pages, 100*float64(h.ByStatus[429])/float64(max(1, h.Requests)), h.StartsFirst500ms)
 	}
 	fmt.Fprintln(w, "A global pool alone starts its whole width at once and loses the pages that got a 429; the lenient\n"+
-		"host shows whether a configuration slows healthy hosts down.")
+		"host shows whether a configuration slows healthy hosts down. Rampup starts a scope at one request at a\n"+
+		"time and adds a step only after a quiet BACKOFF_WINDOW (60 s): in a one-minute crawl it stays slow by\n"+
+		"design; it pays off on long crawls of APIs that charge per request (docs/throttling.md, Rampup).")
 }
 
 func experimentStart(r *experimentRun) time.Time {
@@ -320,4 +321,21 @@ func experimentStart(r *experimentRun) time.Time {
 		}
 	}
 	return t
+}
+
+// pageStats is what each host of site saw, pages only: robots.txt is left
+// out, so that "ok" counts pages out of the pages the host has.
+func pageStats(site *simsite.Server) map[string]simsite.HostStats {
+	out := map[string]simsite.HostStats{}
+	all := site.Records()
+	for _, h := range site.Hosts() {
+		var pages simsite.Records
+		for _, r := range all.Host(h) {
+			if r.Path != "/robots.txt" {
+				pages = append(pages, r)
+			}
+		}
+		out[h] = pages.Stats()
+	}
+	return out
 }

@@ -98,7 +98,8 @@ func Categories() []Category { return append([]Category(nil), categories...) }
 // Books returns a handler serving the books site. Links are relative, as
 // on books.toscrape.com, so a spider must resolve them against the page:
 //
-//	/robots.txt                                     allows everything
+//	/robots.txt                                     allows everything, names the sitemap
+//	/sitemap.xml, /sitemap-catalogue.xml, /sitemap-books.xml.gz  (see sitemap.go)
 //	/ and /index.html                               catalogue page 1
 //	/catalogue/page-N.html                          catalogue page N
 //	/catalogue/category/books_1/index.html          every book, paginated
@@ -117,7 +118,8 @@ func Books() http.Handler {
 		p := r.URL.Path
 		switch {
 		case p == "/robots.txt":
-			serveRobots(w)
+			serveRobots(w, r)
+		case booksSitemap(w, r):
 		case p == "/" || p == "/index.html":
 			serveHTML(w, r, listPage(p, "All products", books, 1, "catalogue/page-%d.html"))
 		case strings.HasPrefix(p, "/catalogue/category/"):

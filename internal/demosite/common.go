@@ -7,13 +7,9 @@ import (
 	"strings"
 )
 
-// robotsTxt allows every path to every user agent.
+// robotsTxt allows every path to every user agent; serveRobots adds the
+// Sitemap: line.
 const robotsTxt = "User-agent: *\nAllow: /\n"
-
-func serveRobots(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	fmt.Fprint(w, robotsTxt)
-}
 
 func serveHTML(w http.ResponseWriter, r *http.Request, body string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -1,10 +1,12 @@
 package demosite
 
 import (
+	"compress/gzip"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -121,4 +123,87 @@ func TestRobotsAllowsAllAndUnknownPathsAre404(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The sitemaps list every page the sites link to, each answering 200; the
+// robots.txt files name them.
+func TestSitemaps(t *testing.T) {
+	for name, h := range map[string]http.Handler{"quotes": Quotes(), "books": Books()} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			robots := get(t, srv.URL+"/robots.txt", "")
+			if !strings.Contains(robots, "Sitemap: "+srv.URL+"/sitemap.xml\n") {
+				t.Fatalf("robots.txt lacks the Sitemap line:\n%s", robots)
+			}
+			listed := map[string]bool{}
+			var walk func(u string)
+			walk = func(u string) {
+				body := get(t, u, "gzip")
+				for _, m := range locRe.FindAllStringSubmatch(body, -1) {
+					loc := m[1]
+					if strings.HasSuffix(loc, ".xml") || strings.HasSuffix(loc, ".xml.gz") {
+						walk(loc)
+						continue
+					}
+					if listed[loc] {
+						t.Errorf("%s listed twice", loc)
+					}
+					listed[loc] = true
+				}
+			}
+			walk(srv.URL + "/sitemap.xml")
+			pages := crawlAll(t, h)
+			delete(pages, "/login")
+			for p := range pages {
+				if p == "/index.html" || strings.HasPrefix(p, "/catalogue/category/books_1/") || strings.HasSuffix(p, "/page-1.html") || p == "/page/1/" {
+					continue // duplicates of listed pages
+				}
+				if !listed[srv.URL+p] {
+					t.Errorf("page %s is not in the sitemaps", p)
+				}
+			}
+			for u := range listed {
+				if !strings.HasPrefix(u, srv.URL+"/") {
+					t.Errorf("%s is not on the site", u)
+					continue
+				}
+				if _, ok := pages[strings.TrimPrefix(u, srv.URL)]; !ok {
+					get(t, u, "") // fails the test unless 200
+				}
+			}
+		})
+	}
+}
+
+var locRe = regexp.MustCompile(`<loc>([^<]+)</loc>`)
+
+// get returns the body of a 200 response, decompressing gzip files.
+func get(t *testing.T, u, acceptEncoding string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", u, nil)
+	if acceptEncoding != "" {
+		req.Header.Set("Accept-Encoding", acceptEncoding)
+	}
+	res, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", u, res.StatusCode)
+	}
+	var r io.Reader = res.Body
+	if res.Header.Get("Content-Encoding") == "gzip" || strings.HasSuffix(u, ".gz") {
+		zr, err := gzip.NewReader(res.Body)
+		if err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+		r = zr
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -15,8 +15,9 @@
 // the price in pounds, the star rating as a CSS class ("star-rating Three")
 // and the stock.
 //
-// Both serve a robots.txt that allows everything and a 404 page for any other
-// path. Pages are generated on each request from fixed data, so every run
+// Both serve a robots.txt that allows everything and names the site's
+// sitemap (a urlset for quotes; for books an index of a urlset and a
+// .xml.gz, with <lastmod> per book), and a 404 page for any other path. Pages are generated on each request from fixed data, so every run
 // sees the same site; the whole of each site crawls in well under a second
 // on localhost.
 //

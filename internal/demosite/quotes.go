@@ -86,7 +86,8 @@ func AuthorSlug(name string) string { return slugify(name, "-", false) }
 
 // Quotes returns a handler serving the quotes site:
 //
-//	/robots.txt             allows everything
+//	/robots.txt             allows everything, names the sitemap
+//	/sitemap.xml            every page (see sitemap.go)
 //	/ and /page/N/          10 quotes per page with a "Next" link
 //	/author/<Slug>          the author's name, birth date and place, bio
 //	/tag/<tag>/page/1/      the quotes with that tag
@@ -99,7 +100,9 @@ func Quotes() http.Handler {
 		p := r.URL.Path
 		switch {
 		case p == "/robots.txt":
-			serveRobots(w)
+			serveRobots(w, r)
+		case p == "/sitemap.xml":
+			quotesSitemap(w, r)
 		case p == "/":
 			serveHTML(w, r, quotesPage(1))
 		case strings.HasPrefix(p, "/page/"):

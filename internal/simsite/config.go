@@ -137,6 +137,14 @@ type LatencyConfig struct {
 	Max    time.Duration `yaml:"max"`    // upper bound; 0 means none except for uniform
 	Mean   time.Duration `yaml:"mean"`   // normal and exponential: the mean
 	StdDev time.Duration `yaml:"stddev"` // normal: the standard deviation
+	// Capacity, when > 0, makes the host slow down under load: it serves
+	// Capacity requests at once at full speed, and beyond that each
+	// request's latency is multiplied by (requests in progress on the
+	// host, this one included) / Capacity, as a server sharing its
+	// workers among them would. Its throughput then stops growing at about
+	// Capacity / latency while its latency keeps growing with the load. It
+	// never refuses a request.
+	Capacity int `yaml:"capacity"`
 }
 
 // LimitKey says how clients are told apart by the limiter.
@@ -149,6 +157,31 @@ const (
 	// KeyGlobal shares one bucket, window and slot count among all clients.
 	KeyGlobal LimitKey = "global"
 )
+
+// RateLimitFormat selects which RateLimit headers a host sends.
+type RateLimitFormat string
+
+// RateLimit header formats.
+const (
+	// RateLimitSeparate sends the older draft's three fields
+	// (draft-polli-ratelimit-headers): "RateLimit-Limit: 5",
+	// "RateLimit-Remaining: 2", "RateLimit-Reset: 1" (delta seconds).
+	RateLimitSeparate RateLimitFormat = "separate"
+	// RateLimitStructured sends the current IETF draft's structured fields
+	// (draft-ietf-httpapi-ratelimit-headers): `RateLimit-Policy:
+	// "default";q=10;w=1` (q units per w seconds) and `RateLimit:
+	// "default";r=2;t=1` (r left, t seconds until reset).
+	RateLimitStructured RateLimitFormat = "structured"
+)
+
+// RateChange changes a token bucket's rate at a given time.
+type RateChange struct {
+	// After is the time since the host's first request at which the
+	// change takes effect.
+	After time.Duration `yaml:"after"`
+	// Rate is the new rate of the bucket, in requests per second (> 0).
+	Rate float64 `yaml:"rate"`
+}
 
 // RetryAfterFormat selects how Retry-After is written on limited answers.
 type RetryAfterFormat string
@@ -172,6 +205,10 @@ type LimitConfig struct {
 	// Burst is the bucket size, default max(1, ceil(Rate)). The bucket
 	// starts full.
 	Burst int `yaml:"burst"`
+	// Schedule changes Rate during a run (a limit that drops or rises
+	// mid-crawl), in ascending order of After; tokens already in the
+	// bucket are kept. Needs Rate > 0 (the rate until the first change).
+	Schedule []RateChange `yaml:"schedule"`
 
 	// MaxConcurrent requests in progress per client; 0 means unlimited.
 	MaxConcurrent int `yaml:"max_concurrent"`
@@ -189,10 +226,13 @@ type LimitConfig struct {
 	// (time until the request would be admitted, rounded up to whole
 	// seconds, at least 1 s).
 	RetryAfterValue time.Duration `yaml:"retry_after_value"`
-	// RateLimitHeaders adds RateLimit-Limit, RateLimit-Remaining and
-	// RateLimit-Reset (delta seconds, draft-polli-ratelimit-headers-02) to
-	// every answer that went through the limiter.
+	// RateLimitHeaders adds RateLimit headers (RateLimitFormat) to every
+	// answer that went through the limiter.
 	RateLimitHeaders bool `yaml:"ratelimit_headers"`
+	// RateLimitFormat is the format of the RateLimit headers, default
+	// RateLimitSeparate (RateLimit-Limit, RateLimit-Remaining and
+	// RateLimit-Reset).
+	RateLimitFormat RateLimitFormat `yaml:"ratelimit_format"`
 	// SoftBlock answers limited requests with a 200 "under maintenance"
 	// page instead of Status (headers as configured above).
 	SoftBlock bool `yaml:"soft_block"`
@@ -306,6 +346,9 @@ func (h *HostConfig) EnsureDefaults() {
 	}
 	if l.RetryAfter == "" {
 		l.RetryAfter = RetryAfterSeconds
+	}
+	if l.RateLimitFormat == "" {
+		l.RateLimitFormat = RateLimitSeparate
 	}
 	if h.Robots.UserAgent == "" {
 		h.Robots.UserAgent = "*"

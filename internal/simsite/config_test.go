@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func TestLoadConfigFile(t *testing.T) {
 	}
 	strict := cfg.Hosts[1]
 	want := LimitConfig{Rate: 10, Burst: 5, Status: 429, RetryAfter: RetryAfterHTTPDate, RateLimitHeaders: true}
-	if strict.Limit != want {
+	if !reflect.DeepEqual(strict.Limit, want) {
 		t.Errorf("strict limit = %+v, want %+v", strict.Limit, want)
 	}
 	if strict.Latency != (LatencyConfig{Kind: LatencyExponential, Mean: 10 * time.Millisecond, Max: 200 * time.Millisecond}) {

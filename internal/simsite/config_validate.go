@@ -147,6 +147,9 @@ func (h HostConfig) Validate() error {
 	default:
 		v.add("latency.kind", lat.Kind, "must be one of none, fixed, uniform, normal, exponential")
 	}
+	if lat.Capacity < 0 {
+		v.add("latency.capacity", lat.Capacity, "must be >= 0")
+	}
 
 	l := h.Limit
 	switch l.Key {
@@ -187,6 +190,25 @@ func (h HostConfig) Validate() error {
 	}
 	if l.RetryAfterValue < 0 {
 		v.add("limit.retry_after_value", l.RetryAfterValue, "must be >= 0")
+	}
+	switch l.RateLimitFormat {
+	case "", RateLimitSeparate, RateLimitStructured:
+	default:
+		v.add("limit.ratelimit_format", l.RateLimitFormat, "must be separate or structured")
+	}
+	if len(l.Schedule) > 0 && l.Rate <= 0 {
+		v.add("limit.schedule", len(l.Schedule), "needs limit.rate > 0 (the rate before the first change)")
+	}
+	for i, c := range l.Schedule {
+		name := fmt.Sprintf("limit.schedule[%d].", i)
+		if c.Rate <= 0 {
+			v.add(name+"rate", c.Rate, "must be > 0")
+		}
+		if c.After < 0 {
+			v.add(name+"after", c.After, "must be >= 0")
+		} else if i > 0 && c.After <= l.Schedule[i-1].After {
+			v.add(name+"after", c.After, "must be after schedule[%d].after (%v)", i-1, l.Schedule[i-1].After)
+		}
 	}
 
 	r := h.Robots

@@ -10,11 +10,14 @@
 // add:
 //
 //   - latency before the headers (fixed, uniform, normal or exponential,
-//     from the host's seed);
-//   - a per-client rate limiter (token bucket, max concurrent requests,
-//     fixed window) answering 429 or 503 with Retry-After in seconds or as
-//     an HTTP-date, optional RateLimit-Limit/Remaining/Reset headers, or a
-//     200 "under maintenance" page (soft block);
+//     from the host's seed), optionally growing with the load beyond a
+//     capacity (a server that slows down instead of refusing);
+//   - a per-client rate limiter (token bucket whose rate may follow a
+//     schedule, max concurrent requests, fixed window) answering 429 or
+//     503 with Retry-After in seconds or as an HTTP-date, optional
+//     RateLimit headers (the older draft's RateLimit-Limit/Remaining/Reset
+//     or the current structured RateLimit and RateLimit-Policy), or a 200
+//     "under maintenance" page (soft block);
 //   - robots.txt with Crawl-delay, Disallow and Allow rules, or a status such
 //     as 404 or 500;
 //   - injected faults by probability and/or path prefix: connection reset,
@@ -36,6 +39,9 @@
 // peak concurrent requests, the most starts in any 1 s and 100 ms window,
 // the starts in the first 500 ms, and the requests received inside a
 // Retry-After window previously announced to the same client.
+//
+// NewLocal builds the same site without listeners, served in-process by
+// Server.Transport: inside a testing/synctest bubble it runs on fake time.
 //
 // Config carries yaml tags; LoadConfig reads one from YAML, and
 // DefaultDemoConfig is a ready-made lenient/strict/polite site. The package

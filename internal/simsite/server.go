@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -50,28 +51,17 @@ type vhost struct {
 	faults  *faultPicker
 	robots  string
 	content http.Handler // robots, then Content or the generated pages
+	busy    atomic.Int64 // admitted requests in progress (LatencyConfig.Capacity)
 }
 
 // Start validates cfg, opens one listener per host on 127.0.0.1 (and the
 // shared listener if cfg.Shared), and serves until Close is called or ctx
 // is done.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
-	if err := cfg.Validate(); err != nil {
+	s, err := newServer(cfg)
+	if err != nil {
 		return nil, err
 	}
-	cfg.Hosts = append([]HostConfig(nil), cfg.Hosts...)
-	for i := range cfg.Hosts {
-		cfg.Hosts[i].Faults = append([]FaultConfig(nil), cfg.Hosts[i].Faults...)
-	}
-	cfg.EnsureDefaults()
-
-	s := &Server{
-		cfg:    cfg,
-		byName: map[string]*vhost{},
-		log:    cfg.Logger.With().Str("component", "simsite").Logger(),
-		done:   make(chan struct{}),
-	}
-	s.rec.max = cfg.MaxRecords
 	var listeners []net.Listener
 	fail := func(err error) (*Server, error) {
 		for _, ln := range listeners {
@@ -79,36 +69,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		return nil, err
 	}
-	for _, h := range cfg.Hosts {
-		v := &vhost{
-			s:       s,
-			cfg:     h,
-			latency: newLatencySampler(h.Latency, h.Seed),
-			faults:  newFaultPicker(h.Faults, h.Seed),
-			robots:  robotsBody(h.Robots),
-		}
-		if h.Content == nil {
-			g, err := NewGraph(h.Pages, h.Seed)
-			if err != nil {
-				return fail(err)
-			}
-			v.graph = g
-		}
-		if h.Limit.Enabled() {
-			v.lim = newLimiter(h.Limit)
-		}
-		v.content = http.HandlerFunc(v.serveContent)
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(h.Port)))
+	for _, v := range s.hosts {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(v.cfg.Port)))
 		if err != nil {
-			return fail(fmt.Errorf("simsite: host %q: %w", h.Name, err))
+			return fail(fmt.Errorf("simsite: host %q: %w", v.cfg.Name, err))
 		}
 		listeners = append(listeners, ln)
 		v.url = "http://" + ln.Addr().String()
-		s.hosts = append(s.hosts, v)
-		s.byName[strings.ToLower(h.Name)] = v
 	}
-	if cfg.Shared {
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.SharedPort)))
+	if s.cfg.Shared {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.cfg.SharedPort)))
 		if err != nil {
 			return fail(fmt.Errorf("simsite: shared listener: %w", err))
 		}
@@ -135,6 +105,50 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if ctx.Done() != nil {
 		context.AfterFunc(ctx, func() { _ = s.Close() })
+	}
+	return s, nil
+}
+
+// newServer validates cfg and builds its hosts, without listeners.
+func newServer(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Hosts = append([]HostConfig(nil), cfg.Hosts...)
+	for i := range cfg.Hosts {
+		cfg.Hosts[i].Faults = append([]FaultConfig(nil), cfg.Hosts[i].Faults...)
+		cfg.Hosts[i].Limit.Schedule = append([]RateChange(nil), cfg.Hosts[i].Limit.Schedule...)
+	}
+	cfg.EnsureDefaults()
+
+	s := &Server{
+		cfg:    cfg,
+		byName: map[string]*vhost{},
+		log:    cfg.Logger.With().Str("component", "simsite").Logger(),
+		done:   make(chan struct{}),
+	}
+	s.rec.max = cfg.MaxRecords
+	for _, h := range cfg.Hosts {
+		v := &vhost{
+			s:       s,
+			cfg:     h,
+			latency: newLatencySampler(h.Latency, h.Seed),
+			faults:  newFaultPicker(h.Faults, h.Seed),
+			robots:  robotsBody(h.Robots),
+		}
+		if h.Content == nil {
+			g, err := NewGraph(h.Pages, h.Seed)
+			if err != nil {
+				return nil, err
+			}
+			v.graph = g
+		}
+		if h.Limit.Enabled() {
+			v.lim = newLimiter(h.Limit)
+		}
+		v.content = http.HandlerFunc(v.serveContent)
+		s.hosts = append(s.hosts, v)
+		s.byName[strings.ToLower(h.Name)] = v
 	}
 	return s, nil
 }
@@ -280,7 +294,15 @@ func (v *vhost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := sleep(r.Context(), v.latency.sample(), s.done); err != nil {
+	lat := v.latency.sample()
+	if c := v.cfg.Latency.Capacity; c > 0 {
+		n := v.busy.Add(1)
+		defer v.busy.Add(-1)
+		if n > int64(c) {
+			lat = time.Duration(float64(lat) * float64(n) / float64(c))
+		}
+	}
+	if err := sleep(r.Context(), lat, s.done); err != nil {
 		return // client or server gone: nothing sent, status 0
 	}
 	if f := v.faults.pick(r.URL.Path); f != nil {

@@ -309,14 +309,14 @@ func table(runs []*run) []row {
 	return rows
 }
 
-var variantOrder = []string{"gocrawl", "gocrawl-rampup", "colly"}
+var variantOrder = []string{"gocrawl", "gocrawl-follow", "gocrawl-rampup", "colly"}
 
 func printTable(w io.Writer, rows []row) {
-	fmt.Fprintf(w, "%-9s %-32s %12s %15s %12s %14s  %s\n", "scenario", "metric", "gocrawl", "gocrawl-rampup", "colly", "gocrawl/colly", "target")
+	fmt.Fprintf(w, "%-9s %-32s %12s %15s %15s %12s %14s  %s\n", "scenario", "metric", "gocrawl", "gocrawl-follow", "gocrawl-rampup", "colly", "gocrawl/colly", "target")
 	for _, r := range rows {
 		fmt.Fprintf(w, "%-9s %-32s", r.scenario, r.metric)
 		for i, v := range variantOrder {
-			width := []int{12, 15, 12}[i]
+			width := []int{12, 15, 15, 12}[i]
 			if x, ok := r.values[v]; ok {
 				fmt.Fprintf(w, " %*s", width, num(x))
 			} else {

@@ -11,6 +11,7 @@ import (
 	"github.com/gocrawl/gocrawl/metrics"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/spiders/follow"
 )
 
 // linkSpider follows every link of every page: the same work as the colly
@@ -45,7 +46,15 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 	if err != nil {
 		return res, err
 	}
-	eng, err := engine.New(&linkSpider{Base: spider.Base{StartURLs: starts}}, set, engine.Options{Observers: []engine.Observer{mon.Recorder()}})
+	var sp spider.Spider = &linkSpider{Base: spider.Base{StartURLs: starts}}
+	if v.Spider == "follow" {
+		f := follow.New()
+		if err := f.SetArgs(map[string]string{"start_urls": strings.Join(starts, ",")}); err != nil {
+			return res, err
+		}
+		sp = f
+	}
+	eng, err := engine.New(sp, set, engine.Options{Observers: []engine.Observer{mon.Recorder()}})
 	if err != nil {
 		return res, err
 	}

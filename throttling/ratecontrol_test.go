@@ -1,0 +1,339 @@
+package throttling
+
+import (
+	"math"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// bucket is a server's token bucket in the tests' fake time: rate tokens
+// per second, burst tokens, starting full; a refused request gets a
+// Retry-After of whole seconds until the next token (at least 1) when ra.
+type bucket struct {
+	rate, burst, tokens float64
+	last                time.Time
+	ra                  bool
+}
+
+func (b *bucket) admit(now time.Time) (ok bool, retryAfter time.Duration) {
+	if b.last.IsZero() {
+		b.tokens, b.last = b.burst, now
+	}
+	b.tokens = math.Min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	if !b.ra {
+		return false, 0
+	}
+	return false, time.Duration(math.Max(1, math.Ceil((1-b.tokens)/b.rate))) * time.Second
+}
+
+// simResult is what a simulated crawl of one scope saw.
+type simResult struct {
+	ok, refused, violations int
+	okByTime                []time.Time
+}
+
+// simulate drives the manager m against b for d: the scope sends whenever
+// its gate lets it (always having requests), each answer arriving after a
+// fixed latency, every completion reported as the throttler would. The
+// clock moves in 1 ms ticks.
+func simulate(m *ThrottlingScopeManager, b *bucket, d time.Duration, latency time.Duration) simResult {
+	return simulateAt(m, b, t0, d, latency)
+}
+
+// simulateAt is simulate from start.
+func simulateAt(m *ThrottlingScopeManager, b *bucket, start time.Time, d time.Duration, latency time.Duration) simResult {
+	type flight struct {
+		sent, done time.Time
+		ok         bool
+		ra         time.Duration
+	}
+	var res simResult
+	var inflight []flight
+	var windowFrom, windowUntil time.Time // a Retry-After window: from the answer to its end
+	for now := start; now.Before(start.Add(d)); now = now.Add(time.Millisecond) {
+		rest := inflight[:0]
+		for _, f := range inflight {
+			if f.done.After(now) {
+				rest = append(rest, f)
+				continue
+			}
+			o := Outcome{Class: OutcomeOK, Latency: latency, Signal: Signal{SentAt: f.sent, Latency: latency}}
+			if !f.ok {
+				o = Outcome{Class: OutcomeRefused, Signal: Signal{Trigger: true, SentAt: f.sent, Delay: f.ra}}
+			}
+			m.RecordOutcome(now, o)
+		}
+		inflight = rest
+		for m.CanSend(now, 0) == 0 {
+			m.RecordSent(now, 0)
+			if now.After(windowFrom) && now.Before(windowUntil) {
+				res.violations++
+			}
+			ok, ra := b.admit(now)
+			if ok {
+				res.ok++
+				res.okByTime = append(res.okByTime, now)
+			} else {
+				res.refused++
+				if ra > 0 {
+					windowFrom, windowUntil = now.Add(time.Millisecond), now.Add(time.Millisecond+ra)
+				}
+			}
+			done := now.Add(latency)
+			if !ok {
+				done = now.Add(time.Millisecond) // a limiter answers at once
+			}
+			inflight = append(inflight, flight{sent: now, done: done, ok: ok, ra: ra})
+		}
+	}
+	return res
+}
+
+func okRate(times []time.Time, from, to time.Time) float64 {
+	n := 0
+	for _, t := range times {
+		if !t.Before(from) && t.Before(to) {
+			n++
+		}
+	}
+	return float64(n) / to.Sub(from).Seconds()
+}
+
+func rcManager(t *testing.T, scope string, kv ...any) *ThrottlingScopeManager {
+	t.Helper()
+	return newSM(t, scope, append([]any{"THROTTLING_RATE_CONTROL", true}, kv...)...)
+}
+
+// Against a token bucket with Retry-After, the controller finds the limit
+// and holds it: most of the allowed rate after the start, few refusals,
+// never a request inside a Retry-After window. Without it, the same scope
+// (concurrency 8, no delay) ends paced at its old send rate.
+func TestRateControlFindsAndHoldsTheLimit(t *testing.T) {
+	for _, rate := range []float64{2, 10, 50} {
+		t.Run("R="+ftoa(rate), func(t *testing.T) {
+			m := rcManager(t, "example.com")
+			b := &bucket{rate: rate, burst: 5, ra: true}
+			res := simulate(m, b, 150*time.Second, 10*time.Millisecond)
+			steady := okRate(res.okByTime, t0.Add(30*time.Second), t0.Add(150*time.Second))
+			share := float64(res.refused) / float64(res.ok+res.refused)
+			rate, est := m.Policy().Rate()
+			t.Logf("R=%v: steady %.2f ok/s, %d refused (%.2f%%), rate %.2f, estimate %.2f", b.rate, steady, res.refused, 100*share, rate, est)
+			if res.violations != 0 {
+				t.Fatalf("%d requests inside a Retry-After window", res.violations)
+			}
+			// At 50/s every refusal's Retry-After second loses 45 of the 50
+			// tokens the bucket refills (it holds 5): the probe's refusals
+			// cost more there.
+			low := 0.95
+			if b.rate >= 50 {
+				low = 0.9
+			}
+			if steady < low*b.rate || steady > 1.02*b.rate {
+				t.Errorf("steady %.2f ok/s, want %.0f%%..102%% of %v", steady, 100*low, b.rate)
+			}
+			if math.Abs(est-b.rate) > 0.05*b.rate {
+				t.Errorf("estimate %.2f, want within 5%% of %v", est, b.rate)
+			}
+			if share > 0.02 {
+				t.Errorf("%.2f%% refused, want at most 2%%", 100*share)
+			}
+		})
+	}
+}
+
+// A limit that drops is followed at the next refusals; one that rises is
+// found again by the probe, without any signal.
+func TestRateControlFollowsALimitThatChanges(t *testing.T) {
+	m := rcManager(t, "example.com")
+	b := &bucket{rate: 10, burst: 5, ra: true}
+	simulate(m, b, 60*time.Second, 10*time.Millisecond)
+	b.rate = 4 // the limit drops at 60 s (requests in flight then were answered)
+	drop := simulateAt(m, b, t0.Add(60*time.Second), 40*time.Second, 10*time.Millisecond)
+	if r := okRate(drop.okByTime, t0.Add(70*time.Second), t0.Add(100*time.Second)); r < 3.6 || r > 4.4 {
+		t.Errorf("10 to 40 s after a drop to 4: %.2f ok/s, want within 10%% of 4", r)
+	}
+	if drop.refused > 20 || drop.violations > 0 {
+		t.Errorf("after the drop: %d refusals (want at most 20), %d inside Retry-After", drop.refused, drop.violations)
+	}
+	b.rate = 10 // and rises back at 100 s
+	rise := simulateAt(m, b, t0.Add(100*time.Second), 80*time.Second, 10*time.Millisecond)
+	if r := okRate(rise.okByTime, t0.Add(155*time.Second), t0.Add(160*time.Second)); r < 9 {
+		t.Errorf("55 to 60 s after a rise to 10: %.2f ok/s, want at least 9", r)
+	}
+}
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// A new scope opens one slot per round of accepted answers, up to its
+// concurrency; the first trigger ends slow start.
+func TestRateControlSlowStart(t *testing.T) {
+	m := rcManager(t, "example.com")
+	want := []int{1, 2, 2, 3, 3, 3, 4, 4, 4, 4, 5}
+	for ok, w := range want {
+		m.tick(t0)
+		if got := m.gate.Params.Concurrency; got != w {
+			t.Fatalf("after %d answers: concurrency %d, want %d", ok, got, w)
+		}
+		m.RecordSent(t0, 0)
+		m.RecordOutcome(t0, Outcome{Class: OutcomeOK, Latency: time.Millisecond, Signal: Signal{SentAt: t0, Latency: time.Millisecond}})
+	}
+	m.RecordSent(t0, 0)
+	m.RecordOutcome(t0.Add(time.Second), Outcome{Class: OutcomeRefused, Signal: Signal{Trigger: true, SentAt: t0}})
+	m.tick(t0.Add(time.Second))
+	if got := m.gate.Params.Concurrency; got != 8 {
+		t.Fatalf("after a trigger: concurrency %d, want the configured 8", got)
+	}
+	if got := slowStart(1 << 40); got < 1<<20 {
+		t.Fatalf("slowStart of a huge count = %d", got)
+	}
+}
+
+// Refusals of requests sent before the latest decrease are the same event.
+func TestRateControlBurstIsOneEvent(t *testing.T) {
+	m := rcManager(t, "example.com")
+	for range 8 {
+		m.RecordSent(t0, 0)
+	}
+	for i := range 3 {
+		at := t0.Add(time.Duration(i+1) * time.Millisecond)
+		m.RecordOutcome(at, Outcome{Class: OutcomeRefused, Signal: Signal{Trigger: true, SentAt: t0, Delay: time.Second}})
+	}
+	if n := len(m.policy.rcMarks); n != 1 {
+		t.Fatalf("%d refusal events from one burst, want 1", n)
+	}
+	if w := m.CanSend(t0.Add(500*time.Millisecond), 0); w <= 0 {
+		t.Fatalf("sends inside the Retry-After window (wait %v)", w)
+	}
+	if r, _ := m.policy.Rate(); r <= 0 {
+		t.Fatal("not paced after a Retry-After")
+	}
+}
+
+// RateLimit headers pace before any refusal: a quota policy caps the rate,
+// remaining caps the requests in flight, remaining 0 holds until the reset.
+func TestRateControlRateLimitHeaders(t *testing.T) {
+	m := rcManager(t, "example.com")
+	m.RecordSent(t0, 0)
+	rl := &RateLimit{Quota: 10, Window: time.Second, Remaining: 3, HasRemaining: true, Reset: time.Second}
+	m.RecordOutcome(t0, Outcome{Class: OutcomeOK, Signal: Signal{SentAt: t0, RateLimit: rl}})
+	p := m.gate.Params
+	share := rcCapShare
+	if want := time.Duration(float64(time.Second) / (share * 10)); !approx(p.Delay, want) {
+		t.Errorf("delay %v under a 10/s policy, want %v", p.Delay, want)
+	}
+	if p.Concurrency != 3 {
+		t.Errorf("concurrency %d with 3 remaining, want 3", p.Concurrency)
+	}
+	// Remaining 0 with the rate known (10/s): hold for about one token's
+	// time, not the reset's whole seconds.
+	m.RecordSent(t0.Add(100*time.Millisecond), 0)
+	zero := &RateLimit{Remaining: 0, HasRemaining: true, Reset: 3 * time.Second}
+	at := t0.Add(110 * time.Millisecond)
+	m.RecordOutcome(at, Outcome{Class: OutcomeOK, Signal: Signal{SentAt: t0.Add(100 * time.Millisecond), RateLimit: zero}})
+	if w := m.CanSend(at, 0); w <= 0 || w >= time.Second {
+		t.Errorf("wait %v after remaining 0 at a known 10/s, want about a token's time (under 1s)", w)
+	}
+	// Without an estimate, remaining 0 holds until the reset.
+	f := rcManager(t, "example.com")
+	f.RecordSent(t0, 0)
+	f.RecordOutcome(t0.Add(10*time.Millisecond), Outcome{Class: OutcomeOK, Signal: Signal{SentAt: t0, RateLimit: zero}})
+	if w := f.CanSend(t0.Add(10*time.Millisecond), 0); !approx(w, 3*time.Second) {
+		t.Errorf("wait %v after remaining 0 with reset 3s and no estimate, want 3s", w)
+	}
+}
+
+// A bare refusal takes the spec's backoff step; on a rampup scope it is
+// the controller's evidence instead.
+func TestRateControlBareRefusals(t *testing.T) {
+	plain := rcManager(t, "example.com")
+	plain.RecordSent(t0, 0)
+	plain.RecordOutcome(t0.Add(time.Millisecond), Outcome{Class: OutcomeRefused, Signal: Signal{Trigger: true, SentAt: t0}})
+	if plain.Level() != 1 || plain.Delay() != sec {
+		t.Errorf("bare 429: level %d delay %v, want the spec's first step (1, 1s)", plain.Level(), plain.Delay())
+	}
+	ramp := rcManager(t, "example.com", "THROTTLING_SCOPES", map[string]any{"example.com": map[string]any{"rampup": true}})
+	for range 4 {
+		ramp.RecordSent(t0, 0)
+	}
+	ramp.RecordOutcome(t0.Add(time.Millisecond), Outcome{Class: OutcomeRefused, Signal: Signal{Trigger: true, SentAt: t0}})
+	if r, _ := ramp.policy.Rate(); ramp.Level() != 0 || r <= 0 {
+		t.Errorf("bare 429 on a rampup scope: level %d rate %v, want no step and a paced rate", ramp.Level(), r)
+	}
+}
+
+// With nothing refused for long, the controller lets the scope go.
+func TestRateControlReleases(t *testing.T) {
+	m := rcManager(t, "example.com")
+	b := &bucket{rate: 10, burst: 5, ra: true}
+	simulate(m, b, 20*time.Second, 10*time.Millisecond)
+	if r, _ := m.policy.Rate(); r == 0 {
+		t.Fatal("not pacing after refusals")
+	}
+	m.tick(t0.Add(10 * time.Minute)) // no sends since: far above both the estimate and the send rate
+	if r, _ := m.policy.Rate(); r != 0 {
+		t.Fatalf("still paced at %.2f/s after 10 quiet minutes", r)
+	}
+}
+
+// Rate control off: Retry-After pacing as before (BACKOFF_RETRY_AFTER_PACING).
+func TestRateControlOffKeepsPacing(t *testing.T) {
+	m := newSM(t, "example.com") // testSettings turns the controller off
+	for range 8 {
+		m.RecordSent(t0, 0)
+	}
+	m.RecordBackoff(t0.Add(10*time.Millisecond), BackoffSignal{SentAt: t0, Delay: sec})
+	if m.Pace() == 0 {
+		t.Fatal("no Retry-After pace with the rate controller off")
+	}
+	if r, _ := m.policy.Rate(); r != 0 {
+		t.Fatalf("rate controller pacing at %v while off", r)
+	}
+}
+
+// capacityServer answers in base × max(1, in flight / capacity), never
+// refusing.
+func simulateCapacity(m *ThrottlingScopeManager, capacity int, base, d time.Duration) (ok int, meanInFlight float64) {
+	var done []time.Time
+	var area float64
+	for now := t0; now.Before(t0.Add(d)); now = now.Add(time.Millisecond) {
+		rest := done[:0]
+		for _, at := range done {
+			if at.After(now) {
+				rest = append(rest, at)
+				continue
+			}
+			ok++
+			m.RecordOutcome(now, Outcome{Class: OutcomeOK, Latency: base, Signal: Signal{SentAt: now, Latency: base}})
+		}
+		done = rest
+		for m.CanSend(now, 0) == 0 {
+			m.RecordSent(now, 0)
+			load := float64(len(done)+1) / float64(capacity)
+			done = append(done, now.Add(time.Duration(float64(base)*math.Max(1, load))))
+		}
+		area += float64(len(done)) / 1000
+	}
+	return ok, area / d.Seconds()
+}
+
+// A server that slows down under load: the concurrency settles where one
+// slot less would lose throughput, not at the configured 8.
+func TestLatencyControlHoldsTheKnee(t *testing.T) {
+	on := rcManager(t, "example.com")
+	okOn, inOn := simulateCapacity(on, 4, 50*time.Millisecond, 120*time.Second)
+	off := rcManager(t, "example.com", "THROTTLING_LATENCY_CONTROL", false)
+	okOff, inOff := simulateCapacity(off, 4, 50*time.Millisecond, 120*time.Second)
+	t.Logf("latency control: %d ok, %.1f in flight; off: %d ok, %.1f in flight", okOn, inOn, okOff, inOff)
+	if inOn > 6 || inOff < 7.5 {
+		t.Errorf("in flight %.1f with latency control (want at most 6), %.1f without (want about 8)", inOn, inOff)
+	}
+	if float64(okOn) < 0.95*float64(okOff) {
+		t.Errorf("latency control lost throughput: %d ok vs %d", okOn, okOff)
+	}
+}
