@@ -464,3 +464,17 @@ func (p *Policy) rcValidUntil() (t time.Time) {
 	}
 	return t
 }
+
+// rcValidUntilOK is the gate's OK count at which slow start allows one
+// more request in flight (zero: slow start is over, or off). In memory
+// every call ticks the policy, so the limit follows the answers at once; a
+// distributed gate holds its parameters until then (GateParams.ValidUntilOK)
+// and has them refreshed, so that slow start counts the answers of every
+// worker of the job.
+func (p *Policy) rcValidUntilOK() int64 {
+	if !p.rcEnabled() || p.rcSlow {
+		return 0
+	}
+	n := int64(slowStart(p.rcSeenOK))
+	return n * (n + 1) / 2 // the first count where slowStart gives n+1
+}

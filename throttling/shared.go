@@ -83,7 +83,8 @@ func (t *Throttler) InitialParams(scope string) GateParams {
 // RefreshScope brings scope's gate parameters in the shared store up to
 // date: its policy applies the time passed (recovery, rampup windows, pace
 // recovery) and writes them. The frontier calls it for a gate that is
-// missing or stale (its ValidUntil has passed).
+// missing or stale (its ValidUntil has passed, or its OK counter reached
+// ValidUntilOK).
 func (t *Throttler) RefreshScope(ctx context.Context, scope string) error {
 	if t.shared == nil {
 		return nil
@@ -199,7 +200,7 @@ func (t *Throttler) doneShared(ctx context.Context, req *spider.Request, scopes 
 		f := fb[s.Name]
 		o := OutcomeOf(f, sentAt, latency, res, err, dt)
 		classes[i] = o.Class
-		if !o.Signal.empty() || f.Consumed != nil || f.Remaining != nil {
+		if sharedSignal(o.Signal) || f.Consumed != nil || f.Remaining != nil {
 			ups = append(ups, update{s.Name, o.Signal, f})
 		}
 	}
@@ -222,6 +223,18 @@ func (t *Throttler) doneShared(ctx context.Context, req *spider.Request, scopes 
 			t.log.Error().Err(uerr).Str("scope", u.scope).Msg("throttling: cannot apply feedback to the scope's shared policy")
 		}
 	}
+}
+
+// sharedSignal reports whether sig changes a scope's policy, so that it
+// is worth a policy update in the shared store (a read and a write): a
+// trigger, a server delay, RateLimit headers. An accepted answer alone
+// (its latency) does not: the gate counts it with the release, and the
+// policy reads those counters when its parameters go stale (ValidUntil,
+// ValidUntilOK), as the in-memory policy reads them at its next tick. So
+// the steady path of a distributed crawl stays at two round trips per
+// request.
+func sharedSignal(sig Signal) bool {
+	return sig.Trigger || sig.Delay > 0 || sig.RateLimit != nil
 }
 
 // delayScopeShared is DelayScope on the shared policy.

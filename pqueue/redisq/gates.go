@@ -18,11 +18,12 @@ type Gates interface {
 	// seen (if no worker has created its gate meanwhile).
 	InitialParams(scope string) throttling.GateParams
 	// RefreshScope brings scope's parameters up to date from its policy:
-	// its gate is missing, or stale (its ValidUntil has passed).
+	// its gate is missing, or stale (its ValidUntil has passed, or its OK
+	// counter reached ValidUntilOK).
 	RefreshScope(ctx context.Context, scope string) error
 }
 
-// encodeParams returns the "d,jl,jh,c,bu,q,w,vu" form the scripts read
+// encodeParams returns the "d,jl,jh,c,bu,q,w,vu,vo" form the scripts read
 // (times in Unix milliseconds, 0 for none; a ValidUntil before 1970, which
 // a policy gives before its first tick, is stale at once).
 func encodeParams(p throttling.GateParams) string {
@@ -39,6 +40,7 @@ func encodeParams(p throttling.GateParams) string {
 	return strings.Join([]string{
 		f(float64(p.Delay) / float64(time.Millisecond)), f(p.JitterLo), f(p.JitterHi), strconv.Itoa(p.Concurrency),
 		ms(p.BlockedUntil), f(p.Quota), f(float64(p.Window) / float64(time.Millisecond)), ms(p.ValidUntil),
+		strconv.FormatInt(p.ValidUntilOK, 10),
 	}, ",")
 }
 
@@ -52,7 +54,7 @@ func decodeParams(v map[string]string) throttling.GateParams {
 		return time.Time{}
 	}
 	return throttling.GateParams{Delay: msDuration(n("d")), JitterLo: n("jl"), JitterHi: n("jh"), Concurrency: int(n("c")),
-		BlockedUntil: t("bu"), Quota: n("q"), Window: msDuration(n("w")), ValidUntil: t("vu")}
+		BlockedUntil: t("bu"), Quota: n("q"), Window: msDuration(n("w")), ValidUntil: t("vu"), ValidUntilOK: int64(n("vo"))}
 }
 
 // decodeState reads the state and counters of a gate hash.

@@ -51,6 +51,11 @@ func (f *Frontier) PopN(ctx context.Context, now time.Time, n int) ([]*pqueue.Po
 		}
 		ps, err := f.popShard(ctx, k, now, n-len(out))
 		if err != nil {
+			if ctx.Err() != nil {
+				// The caller gave up (an aborted crawl): not the
+				// frontier's failure, which Close would report.
+				return out, 0, ctx.Err()
+			}
 			if !isUnavailable(err) {
 				f.setFatal(err)
 				return out, 0, err

@@ -130,7 +130,8 @@ end
 -- are written by the scope's policy in Go (pwrite, or the first push of
 -- the scope): d delay ms, jl/jh jitter range, c concurrency (0 =
 -- unlimited), bu blocked until (ms), q quota, w quota window (ms), vu when
--- they go stale (0 = never). The state is written only by the operations
+-- they go stale (0 = never), vo the ok count at which they go stale (0 =
+-- never; the rate controller's slow start). The state is written only by the operations
 -- below: a in flight, ls last send (ms), jf jitter factor of the gap after
 -- it, qu quota used, ws quota window start; and the counters the policy
 -- reads, which only grow: ns sends, ok / rf (refused: backoff triggers) /
@@ -139,7 +140,8 @@ end
 -- to aa), bs / bc / bp the current one-second bucket of sends, its sends
 -- and those of the bucket before. The policy's own state is the JSON in
 -- p, versioned by pv (pread, pwrite).
-local GF = {'d', 'jl', 'jh', 'c', 'bu', 'q', 'w', 'vu', 'a', 'ls', 'jf', 'qu', 'ws', 'ifs', 'fs', 'aa', 'bs', 'bc'}
+local GF = {'d', 'jl', 'jh', 'c', 'bu', 'q', 'w', 'vu', 'vo', 'a', 'ls', 'jf', 'qu', 'ws', 'ifs', 'fs', 'aa', 'bs', 'bc', 'ok'}
+local GF_JF = 12 -- index of 'jf' in GF (its default is 1, not 0)
 
 local function gkey(s) return P .. 's:' .. s end
 
@@ -148,11 +150,13 @@ local function gate_load(s)
   if not v[1] then return nil end
   local g = {}
   for i, f in ipairs(GF) do g[f] = tonumber(v[i]) or 0 end
-  g.jf = tonumber(v[11]) or 1
+  g.jf = tonumber(v[GF_JF]) or 1
   return g
 end
 
-local function stale(g, now) return g == nil or (g.vu > 0 and g.vu <= now) end
+local function stale(g, now)
+  return g == nil or (g.vu > 0 and g.vu <= now) or (g.vo > 0 and g.ok >= g.vo)
+end
 
 local function quota_open(g, now) return g.q > 0 and g.ws > 0 and now < g.ws + g.w end
 
@@ -290,7 +294,7 @@ local function reconcile(s, consumed, remaining, now)
   redis.call('HSET', gkey(s), 'ws', num(ws), 'qu', num(qu))
 end
 
--- set_params writes gate parameters "d,jl,jh,c,bu,q,w,vu" to scope s.
+-- set_params writes gate parameters "d,jl,jh,c,bu,q,w,vu,vo" to scope s.
 local function set_params(s, params)
   local f, i = {}, 1
   for v in string.gmatch(params, '[^,]+') do
