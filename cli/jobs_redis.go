@@ -85,16 +85,19 @@ func writeRedisReport(w io.Writer, url string, r *redisjob.Report, top int) {
 	if len(r.Scopes) > 0 {
 		now := time.Now()
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  scope\tdelay\tconcurrency\tin flight\tbackoff level\tRetry-After pace\tblocked until")
+		fmt.Fprintln(tw, "  scope\tdelay\tconcurrency\tin flight\tbackoff level\tRetry-After pace\trate (estimated limit)\tblocked until")
 		for _, s := range r.Scopes {
-			until, pace := "-", "-"
+			until, pace, rate := "-", "-", "-"
 			if s.BlockedUntil.After(now) {
 				until = s.BlockedUntil.Format(time.RFC3339)
 			}
 			if s.Pace > 0 {
 				pace = fmt.Sprintf("%.3gs", s.Pace.Seconds())
 			}
-			fmt.Fprintf(tw, "  %s\t%.3gs\t%d\t%d\t%d\t%s\t%s\n", s.Scope, s.Delay.Seconds(), s.Concurrency, s.Active, s.Level, pace, until)
+			if s.Rate > 0 {
+				rate = fmt.Sprintf("%.3g/s (%.3g/s)", s.Rate, s.RateEstimate)
+			}
+			fmt.Fprintf(tw, "  %s\t%.3gs\t%d\t%d\t%d\t%s\t%s\t%s\n", s.Scope, s.Delay.Seconds(), s.Concurrency, s.Active, s.Level, pace, rate, until)
 		}
 		tw.Flush()
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/jobdir"
 	"github.com/gocrawl/gocrawl/pqueue/redisq"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
 // Report is what `gocrawl jobs inspect --redis URL JOB` shows of a job.
@@ -59,7 +60,11 @@ type ScopeReport struct {
 	BlockedUntil time.Time
 	Level        int           // backoff steps, from the scope's policy
 	Pace         time.Duration // Retry-After pacing floor of the delay
-	Policy       string        // the policy's record (JSON), if any
+	// Rate and RateEstimate are the rate controller's pace and its
+	// estimate of the server's limit, in requests per second (zeros when
+	// it does not pace the scope: THROTTLING_RATE_CONTROL).
+	Rate, RateEstimate float64
+	Policy             string // the policy's record (JSON), if any
 }
 
 // ErrNoJob is returned by Inspect and Delete for a job that does not
@@ -248,23 +253,25 @@ func (r *Report) readScopes(ctx context.Context, c redis.UniversalClient, l *red
 		if bu := num("bu"); bu > 0 {
 			sr.BlockedUntil = msTime(bu)
 		}
-		sr.Level, sr.Pace = policyLevel(v["p"])
+		sr.Level, sr.Pace, sr.Rate, sr.RateEstimate = policyLevel(v["p"])
 		r.Scopes = append(r.Scopes, sr)
 	}
 	return nil
 }
 
-// policyLevel reads the backoff level and pace of a scope's policy record
-// (throttling's shared record: {"policy": PolicyState, ...}).
-func policyLevel(p string) (int, time.Duration) {
+// policyLevel reads the backoff level, the pace and the rate controller's
+// rate and estimate from a scope's policy record (throttling's shared
+// record: {"policy": PolicyState, ...}).
+func policyLevel(p string) (level int, pace time.Duration, rate, estimate float64) {
 	var v struct {
-		Policy struct {
-			Level int           `json:"level"`
-			Pace  time.Duration `json:"pace_ns"`
-		} `json:"policy"`
+		Policy throttling.PolicyState `json:"policy"`
 	}
 	_ = json.Unmarshal([]byte(p), &v)
-	return v.Policy.Level, v.Policy.Pace
+	st := v.Policy
+	if st.RateOn {
+		rate, estimate = st.Rate, st.RateEstimate
+	}
+	return st.Level, st.Pace, rate, estimate
 }
 
 func msTime(ms float64) time.Time { return time.UnixMicro(int64(ms * 1000)) }

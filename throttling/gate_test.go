@@ -166,7 +166,7 @@ func (d *distributed) sent(now time.Time) {
 
 func (d *distributed) done(now time.Time, o Outcome) {
 	d.gate.RecordDone(now, o.Class, o.Latency)
-	if sharedSignal(o.Signal) { // as the shared throttler: no update for an accepted answer alone
+	if sharedSignal(o.Signal, d.env.Config.RateControl.Enabled) { // as the shared throttler: no update for an accepted answer alone
 		p := d.load()
 		p.OnFeedback(now, o.Signal, d.gate.State)
 		d.save(p, now)

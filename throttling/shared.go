@@ -200,7 +200,7 @@ func (t *Throttler) doneShared(ctx context.Context, req *spider.Request, scopes 
 		f := fb[s.Name]
 		o := OutcomeOf(f, sentAt, latency, res, err, dt)
 		classes[i] = o.Class
-		if sharedSignal(o.Signal) || f.Consumed != nil || f.Remaining != nil {
+		if sharedSignal(o.Signal, t.cfg.Scope(s.Name).RateControl.Enabled) || f.Consumed != nil || f.Remaining != nil {
 			ups = append(ups, update{s.Name, o.Signal, f})
 		}
 	}
@@ -227,14 +227,15 @@ func (t *Throttler) doneShared(ctx context.Context, req *spider.Request, scopes 
 
 // sharedSignal reports whether sig changes a scope's policy, so that it
 // is worth a policy update in the shared store (a read and a write): a
-// trigger, a server delay, RateLimit headers. An accepted answer alone
+// trigger, a server delay, RateLimit headers when the scope's rate
+// controller reads them (rateControl). An accepted answer alone
 // (its latency) does not: the gate counts it with the release, and the
 // policy reads those counters when its parameters go stale (ValidUntil,
 // ValidUntilOK), as the in-memory policy reads them at its next tick. So
 // the steady path of a distributed crawl stays at two round trips per
 // request.
-func sharedSignal(sig Signal) bool {
-	return sig.Trigger || sig.Delay > 0 || sig.RateLimit != nil
+func sharedSignal(sig Signal, rateControl bool) bool {
+	return sig.Trigger || sig.Delay > 0 || sig.RateLimit != nil && rateControl
 }
 
 // delayScopeShared is DelayScope on the shared policy.
