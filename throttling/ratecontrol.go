@@ -466,7 +466,9 @@ func (p *Policy) rcValidUntil() (t time.Time) {
 }
 
 // rcValidUntilOK is the gate's OK count at which slow start allows one
-// more request in flight (zero: slow start is over, or off). In memory
+// more request in flight (zero: slow start is over, or off). Without slow
+// start it has nothing to say (return 0); GateParams.ValidUntilOK stays for
+// any rule that changes the parameters with answers. In memory
 // every call ticks the policy, so the limit follows the answers at once; a
 // distributed gate holds its parameters until then (GateParams.ValidUntilOK)
 // and has them refreshed, so that slow start counts the answers of every
