@@ -166,10 +166,11 @@ func TestRateEstimateSharedAcrossWorkers(t *testing.T) {
 }
 
 // RateLimit headers seen by one worker pace every worker: an announced
-// policy of 5 requests per second holds b to about one request per 204 ms.
+// policy of 5 requests per second holds b to about one request per 204 ms
+// (no jitter: BACKOFF_JITTER applies while the controller paces).
 func TestRateLimitPolicySharedAcrossWorkers(t *testing.T) {
 	w := newWorld(t, 1, throttling.GateParams{}, nil)
-	set := map[string]any{"ROBOTSTXT_OBEY": false, "RANDOMIZE_DOWNLOAD_DELAY": false,
+	set := map[string]any{"ROBOTSTXT_OBEY": false, "RANDOMIZE_DOWNLOAD_DELAY": false, "BACKOFF_JITTER": 0,
 		"THROTTLING_SCOPES": map[string]any{"h.test": map[string]any{"concurrency": 1, "delay": 0}}}
 	a, b := w.throttled(t, "a", set), w.throttled(t, "b", set)
 	a.push(t, urls("h.test", 10)...)
