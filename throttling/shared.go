@@ -136,14 +136,18 @@ func (t *Throttler) saveShared(m *ThrottlingScopeManager, r sharedRecord, now ti
 }
 
 // feedbackUpdate applies one outcome's signal and quota correction to
-// scope's policy.
-func (t *Throttler) feedbackUpdate(scope string, sig Signal, f ScopeFeedback) PolicyUpdate {
+// scope's policy; done, when set, is the request's completion in the
+// scope, which the gate has not counted yet (it is released after).
+func (t *Throttler) feedbackUpdate(scope string, sig Signal, f ScopeFeedback, done *Outcome) PolicyUpdate {
 	if !sig.SentAt.IsZero() {
 		sig.SentAt = sig.SentAt.Add(t.shared.Offset()) // into the shared clock, for the burst rule
 	}
 	return func(now time.Time, rec []byte, g GateState) (PolicyWrite, bool) {
 		t.mu.Lock()
 		defer t.mu.Unlock()
+		if done != nil {
+			g = counted(g, *done)
+		}
 		m, r := t.loadShared(scope, rec, now, g)
 		m.policy.OnFeedback(now, sig, g)
 		if !sig.empty() {
@@ -182,11 +186,11 @@ func (t *Throttler) admitShared(ctx context.Context, scopes Scopes) (time.Time, 
 }
 
 // doneShared is Done with the scopes' state in the shared store: the
-// completion is counted in each scope's gate and its slot freed, then the
-// feedback (backoff triggers, server delays, quota corrections) goes to
-// the policies. Without feedback the release waits for the request's
-// acknowledgement (no round trip of its own); with feedback it happens at
-// once, before the policies read the gates, as in memory.
+// feedback (backoff triggers, server delays, RateLimit headers, quota
+// corrections) goes to the policies, then the request's slots are freed
+// and its completion counted in each scope's gate. Without feedback the
+// release waits for the request's acknowledgement (no round trip of its
+// own); with feedback it happens right after the policies' writes.
 func (t *Throttler) doneShared(ctx context.Context, req *spider.Request, scopes Scopes, sentAt time.Time, res *spider.Response, err error, fb Feedback, latency time.Duration) {
 	dt := dontTrack(req)
 	classes := make([]OutcomeClass, len(scopes))
@@ -194,6 +198,7 @@ func (t *Throttler) doneShared(ctx context.Context, req *spider.Request, scopes 
 		scope string
 		sig   Signal
 		f     ScopeFeedback
+		done  *Outcome // the request's completion in this scope, not yet counted by the gate
 	}
 	var ups []update
 	for i, s := range scopes {
@@ -201,7 +206,7 @@ func (t *Throttler) doneShared(ctx context.Context, req *spider.Request, scopes 
 		o := OutcomeOf(f, sentAt, latency, res, err, dt)
 		classes[i] = o.Class
 		if sharedSignal(o.Signal, t.cfg.Scope(s.Name).RateControl.Enabled) || f.Consumed != nil || f.Remaining != nil {
-			ups = append(ups, update{s.Name, o.Signal, f})
+			ups = append(ups, update{s.Name, o.Signal, f, &o})
 		}
 	}
 	for name, f := range fb {
@@ -210,7 +215,16 @@ func (t *Throttler) doneShared(ctx context.Context, req *spider.Request, scopes 
 			if f.Trigger {
 				sig = Signal{Trigger: true, SentAt: sentAt, Delay: f.Delay}
 			}
-			ups = append(ups, update{name, sig, f})
+			ups = append(ups, update{name, sig, f, nil})
+		}
+	}
+	// The policies first, then the release: a Retry-After must hold the
+	// gate before the request's slot is free, or another worker (woken by
+	// the release) could send inside the window. The policies see the
+	// completion as counted, as in memory (RecordDone, then the feedback).
+	for _, u := range ups {
+		if uerr := t.shared.Update(ctx, u.scope, t.feedbackUpdate(u.scope, u.sig, u.f, u.done)); uerr != nil {
+			t.log.Error().Err(uerr).Str("scope", u.scope).Msg("throttling: cannot apply feedback to the scope's shared policy")
 		}
 	}
 	if len(scopes) > 0 {
@@ -218,11 +232,25 @@ func (t *Throttler) doneShared(ctx context.Context, req *spider.Request, scopes 
 			t.log.Warn().Err(rerr).Str("url", req.URL.Redacted()).Msg("throttling: releasing a request's scopes in the shared store failed; its acknowledgement will")
 		}
 	}
-	for _, u := range ups {
-		if uerr := t.shared.Update(ctx, u.scope, t.feedbackUpdate(u.scope, u.sig, u.f)); uerr != nil {
-			t.log.Error().Err(uerr).Str("scope", u.scope).Msg("throttling: cannot apply feedback to the scope's shared policy")
+}
+
+// counted is g with the completion o recorded, as Gate.RecordDone would
+// (the counters the policy reads; the in-flight integrals are left).
+func counted(g GateState, o Outcome) GateState {
+	g.Active = max(0, g.Active-1)
+	switch o.Class {
+	case OutcomeOK:
+		g.OK++
+		if o.Latency > 0 {
+			g.LatencySum += o.Latency
+			g.LatencyN++
 		}
+	case OutcomeRefused:
+		g.Refused++
+	default:
+		g.Other++
 	}
+	return g
 }
 
 // sharedSignal reports whether sig changes a scope's policy, so that it
@@ -243,7 +271,7 @@ func (t *Throttler) delayScopeShared(scope string, d time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	sig := Signal{Trigger: true, Delay: d, Uncapped: true}
-	if err := t.shared.Update(ctx, scope, t.feedbackUpdate(scope, sig, ScopeFeedback{})); err != nil {
+	if err := t.shared.Update(ctx, scope, t.feedbackUpdate(scope, sig, ScopeFeedback{}, nil)); err != nil {
 		t.log.Error().Err(err).Str("scope", scope).Msg("throttling: DelayScope could not reach the shared store")
 	}
 }
