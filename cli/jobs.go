@@ -88,24 +88,58 @@ func closeJob(j *jobdir.Job, feeds []*feed.Exporter) error {
 func jobsCommand(a *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "jobs",
-		Short: "Look into job directories (JOBDIR)",
+		Short: "Look into job directories (JOBDIR) and distributed jobs (REDIS_URL)",
 		Long: `A job directory (-s JOBDIR=DIR) keeps a crawl's queue, dupefilter,
 throttling state, stats and feed positions, so that the crawl can be paused
-with Ctrl-C and resumed by running the same command again.`,
+with Ctrl-C and resumed by running the same command again.
+
+A distributed job (-s REDIS_URL=URL -s JOB=NAME) keeps the same in Redis,
+shared by every worker that joins it; --redis URL names the Redis and the
+argument is then the job's name.`,
 	}
-	cmd.AddCommand(jobsInspectCommand(a))
+	cmd.AddCommand(jobsInspectCommand(a), jobsDeleteCommand(a))
+	return cmd
+}
+
+func jobsDeleteCommand(a *App) *cobra.Command {
+	var url, prefix string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "delete --redis URL JOB",
+		Short: "Remove every key of a distributed job from Redis",
+		Long: `Remove every key of a distributed job (its frontier, dupefilter, throttling
+state, stats and workers) from Redis, on every master of a Redis Cluster. It
+refuses while workers of the job are alive, unless --force. A job directory
+is deleted with rm -r, or started over with gocrawl run --fresh.`,
+		Example: `  gocrawl jobs delete --redis redis://10.0.0.5:6379/0 quotes`,
+		Args:    ExactArgs(1, "one job name"),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			if url == "" {
+				return UsageErrorf("jobs delete needs --redis URL (a job directory is deleted with rm -r)")
+			}
+			return deleteRedisJob(cmd.Context(), a.Stdout, url, prefix, pos[0], force)
+		},
+	}
+	cmd.Flags().StringVar(&url, "redis", "", "the Redis `URL` holding the job")
+	cmd.Flags().StringVar(&prefix, "prefix", "gocrawl", "the job's key `PREFIX` (REDIS_KEY_PREFIX)")
+	cmd.Flags().BoolVar(&force, "force", false, "delete even if workers of the job are alive")
 	return cmd
 }
 
 func jobsInspectCommand(a *App) *cobra.Command {
 	var top int
+	var url, prefix string
 	cmd := &cobra.Command{
-		Use:   "inspect JOBDIR",
-		Short: "Print what a job holds: queued requests per scope, scopes in backoff, stats",
+		Use:   "inspect JOBDIR | inspect --redis URL JOB",
+		Short: "Print what a job holds: queued requests per scope, scopes in backoff, workers, stats",
 		Example: `  gocrawl jobs inspect crawls/run1
-  gocrawl jobs inspect crawls/run1 --top 0   # every scope`,
-		Args: ExactArgs(1, "one job directory"),
+  gocrawl jobs inspect crawls/run1 --top 0   # every scope
+  gocrawl jobs inspect --redis redis://10.0.0.5:6379/0 quotes`,
+		Args: ExactArgs(1, "one job directory, or with --redis one job name"),
 		RunE: func(cmd *cobra.Command, pos []string) error {
+			if url != "" {
+				return inspectRedisJob(cmd.Context(), a.Stdout, url, prefix, pos[0], top)
+			}
 			j, err := jobdir.Open(pos[0], "", jobdir.Options{ReadOnly: true})
 			if err != nil {
 				return UsageError(err)
@@ -115,6 +149,8 @@ func jobsInspectCommand(a *App) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&top, "top", 20, "show the `N` scopes with most queued requests (0 = all)")
+	cmd.Flags().StringVar(&url, "redis", "", "inspect the distributed job named by the argument in the Redis at `URL`")
+	cmd.Flags().StringVar(&prefix, "prefix", "gocrawl", "the distributed job's key `PREFIX` (REDIS_KEY_PREFIX)")
 	return cmd
 }
 

@@ -31,9 +31,17 @@ arrive, in the format of the file's extension (.jsonl, .json, .csv) or -t.
 
 The first Ctrl-C stops scheduling and lets in-flight requests finish; a
 second one aborts them. With -s JOBDIR=DIR the crawl's state is kept in DIR:
-run the same command again to resume it, or add --fresh to start over.`,
+run the same command again to resume it, or add --fresh to start over.
+
+With -s REDIS_URL=redis://host:6379/0 the process joins a distributed job
+(named by -s JOB=name, by default the spider's) kept in Redis: run the same
+command on several machines and they share one frontier, one dupefilter and
+the throttling state of every scope. The first worker seeds the start
+requests; every worker exits 0 when the job is finished. See
+docs/distributed.md.`,
 		Example: `  gocrawl run follow -a start_urls=https://example.com/ -a max_depth=2 -O pages.jsonl
-  gocrawl run quotes -s DOWNLOAD_DELAY=0.5 -o quotes.csv`,
+  gocrawl run quotes -s DOWNLOAD_DELAY=0.5 -o quotes.csv
+  gocrawl run follow -a start_urls=https://example.com/ -s REDIS_URL=redis://10.0.0.5:6379/0 -s JOB=example -o pages-$(hostname).jsonl`,
 		Args: ExactArgs(1, "one spider name"),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			sp, err := a.Spider(pos[0])
@@ -64,13 +72,29 @@ run the same command again to resume it, or add --fresh to start over.`,
 			defer logs.Close()
 			log := logs.Logger
 			logDeprecated(log, s)
+			if err := checkJobSettings(s); err != nil {
+				return err
+			}
 			job, err := openJob(s, sp, fresh, feeds, log) // JOBDIR; see jobs.go
 			if err != nil {
 				return err
 			}
-			res, err := a.Crawl(cmd.Context(), CrawlSpec{Spider: sp, Settings: s, Feeds: feeds, Log: log, Options: engine.Options{Job: job}})
+			opts := engine.Options{Job: job}
+			shared, err := openShared(cmd.Context(), s, sp, log) // REDIS_URL; see distributed.go
+			if err != nil {
+				return err
+			}
+			if shared != nil {
+				opts.Shared = shared
+			}
+			res, err := a.Crawl(cmd.Context(), CrawlSpec{Spider: sp, Settings: s, Feeds: feeds, Log: log, Options: opts})
 			if jerr := closeJob(job, feeds); jerr != nil && err == nil {
 				err = jerr
+			}
+			if shared != nil {
+				if serr := shared.Close(); serr != nil && err == nil {
+					err = serr
+				}
 			}
 			if res == nil {
 				return err

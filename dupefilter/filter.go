@@ -27,7 +27,8 @@ type Filter struct {
 // NewFilter returns a Filter recording fingerprints in set. With debug
 // (DUPEFILTER_DEBUG) every filtered request is logged at debug level;
 // otherwise only the first one, at info level, with a hint about the
-// setting. st may be nil.
+// setting. st may be nil; set may be nil for a Filter that only reports
+// duplicates found elsewhere (Dropped).
 func NewFilter(set Set, st *stats.Collector, log zerolog.Logger, debug bool) *Filter {
 	return &Filter{set: set, stats: st, log: log, debug: debug}
 }
@@ -45,6 +46,14 @@ func (f *Filter) Seen(ctx context.Context, req *spider.Request) (bool, error) {
 	if err != nil || !seen {
 		return false, err
 	}
+	f.Dropped(req, fp)
+	return true, nil
+}
+
+// Dropped counts and logs req as a filtered duplicate (as Seen does for
+// the duplicates it finds). A scheduler whose queue checks fingerprints
+// itself (pqueue.Deduplicator) reports the duplicates it hears of here.
+func (f *Filter) Dropped(req *spider.Request, fp Fingerprint) {
 	if f.stats != nil {
 		f.stats.Inc(StatFiltered, 1)
 	}
@@ -55,14 +64,13 @@ func (f *Filter) Seen(ctx context.Context, req *spider.Request) (bool, error) {
 		f.log.Info().Str("url", req.URL.Redacted()).Str("method", req.GetMethod()).
 			Msg("filtered duplicate request; no more duplicates will be shown (see DUPEFILTER_DEBUG to show all duplicates)")
 	}
-	return true, nil
 }
 
 // Forget takes back the fingerprint Seen recorded for req, when req could
 // not be queued after all. It does nothing for DontFilter requests or sets
 // that cannot forget.
 func (f *Filter) Forget(ctx context.Context, req *spider.Request) error {
-	if req.DontFilter {
+	if req.DontFilter || f.set == nil {
 		return nil
 	}
 	if fg, ok := f.set.(Forgetter); ok {
@@ -72,4 +80,9 @@ func (f *Filter) Forget(ctx context.Context, req *spider.Request) error {
 }
 
 // Close closes the underlying set.
-func (f *Filter) Close(ctx context.Context) error { return f.set.Close(ctx) }
+func (f *Filter) Close(ctx context.Context) error {
+	if f.set == nil {
+		return nil
+	}
+	return f.set.Close(ctx)
+}

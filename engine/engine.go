@@ -90,6 +90,10 @@ type Options struct {
 	// restored from it, and saved periodically and at close. The caller
 	// opens and closes it (see package jobdir).
 	Job *jobdir.Job
+	// Shared is the job this process crawls together with other worker
+	// processes (a distributed crawl, REDIS_URL), or nil. It cannot be used
+	// with Job. The caller opens and closes it (see package redisjob).
+	Shared Shared
 	// StartRequests, when set, replaces the spider's Start: the crawl
 	// begins with these requests and everything else (settings, callbacks,
 	// middlewares) is the spider's. `gocrawl parse` and `gocrawl fetch`
@@ -130,6 +134,7 @@ type Engine struct {
 	log       zerolog.Logger
 	stats     *stats.Collector
 	job       *jobdir.Job // JOBDIR, or nil
+	shared    Shared      // a distributed job, or nil
 	crawler   *spider.Crawler
 	thr       *throttling.Throttler
 	dl        *downloader.Downloader
@@ -189,6 +194,9 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	if opts.Clock == nil {
 		opts.Clock = clock.Real
 	}
+	if opts.Job != nil && opts.Shared != nil {
+		return nil, errors.New("JOBDIR and REDIS_URL cannot be used together: a job is kept either in a job directory or in Redis")
+	}
 	if opts.Stats == nil && opts.Job != nil {
 		st, err := opts.Job.Stats()
 		if err != nil {
@@ -200,7 +208,7 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 		opts.Stats = stats.New()
 	}
 	e := &Engine{
-		sp: sp, set: s, clock: opts.Clock, log: opts.Log, stats: opts.Stats, job: opts.Job,
+		sp: sp, set: s, clock: opts.Clock, log: opts.Log, stats: opts.Stats, job: opts.Job, shared: opts.Shared,
 		observers:   opts.Observers,
 		startReqs:   opts.StartRequests,
 		maxInflight: s.Int("CONCURRENT_REQUESTS"),
@@ -228,7 +236,11 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	dopts.Transport = opts.Transport
 	e.dl = downloader.New(dopts)
 
-	thr, err := throttling.New(s, throttling.Options{Clock: opts.Clock, Log: opts.Log, DNS: e.dl.DNS()})
+	topts := throttling.Options{Clock: opts.Clock, Log: opts.Log, DNS: e.dl.DNS()}
+	if opts.Shared != nil {
+		topts.Shared = opts.Shared.Throttling()
+	}
+	thr, err := throttling.New(s, topts)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +251,11 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	if err := e.initRender(); err != nil {
 		return nil, err
 	}
-	e.starts = throttling.NewStartLimiter(s.Float("MAX_STARTS_PER_SECOND"), s.Int("MAX_STARTS_BURST"), opts.Clock.Now())
+	startRate := s.Float("MAX_STARTS_PER_SECOND")
+	if opts.Shared != nil {
+		startRate = 0 // the shared frontier enforces it for the whole job
+	}
+	e.starts = throttling.NewStartLimiter(startRate, s.Int("MAX_STARTS_BURST"), opts.Clock.Now())
 
 	e.crawler = &spider.Crawler{Spider: sp, Settings: s, Stats: e.stats, Log: opts.Log, Throttler: thr, Download: e.Download}
 

@@ -7,11 +7,20 @@ import (
 )
 
 // This file holds what the engine does with a job directory (JOBDIR,
-// Options.Job); see package jobdir for what is persisted and when.
+// Options.Job; see package jobdir for what is persisted and when) and
+// where a shared job (REDIS_URL, Options.Shared) plugs in: its storage
+// here, its seeding and end in loop.go.
 
-// jobStorage returns the scheduler storage of the job, or nil (memory)
-// without one.
+// jobStorage returns the scheduler storage of the job (JOBDIR) or of the
+// shared job (REDIS_URL), or nil (memory) without one.
 func (e *Engine) jobStorage() (*scheduler.Storage, error) {
+	if e.shared != nil {
+		st, err := e.shared.Storage(e.crawler)
+		if err != nil {
+			return nil, fmt.Errorf("REDIS_URL: %w", err)
+		}
+		return st, nil
+	}
 	if e.job == nil {
 		return nil, nil
 	}

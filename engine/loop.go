@@ -152,10 +152,13 @@ func (l *loopState) beginStop(reason string) {
 // duplicates does not keep the loop from scheduling.
 func (l *loopState) feedStarts() {
 	e := l.e
-	for pulled := 0; !l.startsDone && l.stopping == "" && pulled < l.lowWater && e.sched.Len() < l.lowWater; pulled++ {
+	for pulled := 0; l.wantStarts() && pulled < l.lowWater; pulled++ {
 		req, err, ok := l.next()
 		if !ok {
 			l.startsDone = true
+			if e.shared != nil {
+				e.shared.Seeded(l.ctx)
+			}
 			return
 		}
 		if err != nil {
@@ -171,12 +174,23 @@ func (l *loopState) feedStarts() {
 	}
 }
 
+// wantStarts reports whether start requests should be pulled now: some
+// are left, no stop is under way, the queue is below its low-water mark,
+// and in a shared job this worker is the seeder.
+func (l *loopState) wantStarts() bool {
+	e := l.e
+	return !l.startsDone && l.stopping == "" && e.sched.Len() < l.lowWater && (e.shared == nil || e.shared.Seeding())
+}
+
 // startRequests is step 2: it starts as many requests as slots, start rate
 // and scopes allow, each on a worker. It returns how long until the start
 // rate or the scheduler expects another one to be possible (0: when
 // something happens).
 func (l *loopState) startRequests() (wake time.Duration) {
 	e := l.e
+	if b, ok := e.sched.(scheduler.Batcher); ok && !e.starts.Limits() {
+		return l.startBatches(b)
+	}
 	for l.canStart() {
 		now := e.clock.Now()
 		if w := e.starts.Wait(now); w > 0 {
@@ -198,6 +212,39 @@ func (l *loopState) startRequests() (wake time.Duration) {
 		l.active++
 		e.stats.Max("engine/peak_inflight", float64(l.inflight))
 		l.dispatch(job)
+	}
+	return 0
+}
+
+// startBatches is startRequests for a scheduler that hands out several
+// jobs per call (a shared frontier, where each call is a round trip): it
+// asks for as many as there are free slots.
+func (l *loopState) startBatches(b scheduler.Batcher) time.Duration {
+	e := l.e
+	for l.canStart() {
+		n := 64
+		if e.maxInflight > 0 {
+			n = min(n, e.maxInflight-l.inflight)
+		}
+		if l.maxActive > 0 {
+			n = min(n, l.maxActive-l.active)
+		}
+		jobs, w, err := b.NextN(l.ctx, e.clock.Now(), max(n, 1))
+		if err != nil {
+			e.log.Error().Err(err).Msg("scheduler failed; stopping the crawl")
+			e.stats.Inc("scheduler/errors", 1)
+			e.Stop("scheduler_error")
+			return 0
+		}
+		if len(jobs) == 0 {
+			return w
+		}
+		for _, job := range jobs {
+			l.inflight++
+			l.active++
+			e.stats.Max("engine/peak_inflight", float64(l.inflight))
+			l.dispatch(job)
+		}
 	}
 	return 0
 }
@@ -227,13 +274,20 @@ func (l *loopState) dispatch(job *scheduler.Job) {
 }
 
 // done is step 3: the crawl is over when no job is unfinished and either a
-// stop is under way or the start requests and the queue are exhausted.
+// stop is under way or the start requests and the queue are exhausted (in
+// a shared job: the whole job is finished, for every worker).
 func (l *loopState) done() (reason string, ok bool) {
 	if l.active != 0 {
 		return "", false
 	}
 	if l.stopping != "" {
 		return l.stopping, true
+	}
+	if sh := l.e.shared; sh != nil {
+		if (l.startsDone || !sh.Seeding()) && sh.Finished() {
+			return "finished", true
+		}
+		return "", false
 	}
 	if l.startsDone && l.e.sched.Len() == 0 {
 		return "finished", true
@@ -248,7 +302,7 @@ func (l *loopState) done() (reason string, ok bool) {
 func (l *loopState) sleep(wake time.Duration) {
 	e := l.e
 	var poll <-chan struct{}
-	if !l.startsDone && l.stopping == "" && e.sched.Len() < l.lowWater {
+	if l.wantStarts() {
 		poll = closedChan
 	}
 	var timerC <-chan time.Time

@@ -37,6 +37,12 @@ type field struct {
 	value json.RawMessage
 }
 
+// EncodeItem returns item as the JSON object feed exports write (compact,
+// json tags, map keys sorted, HTML characters not escaped), or an error of
+// kind ErrItem naming what cannot be encoded. Item pipelines that ship
+// items elsewhere (RedisItems) use it so every export agrees.
+func EncodeItem(item any) ([]byte, error) { return encodeItem(item) }
+
 // encodeItem returns item as a compact JSON object. Structs use their json
 // tags, maps are sorted by key; HTML characters are not escaped.
 func encodeItem(item any) ([]byte, error) {

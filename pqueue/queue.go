@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/dupefilter"
 	"github.com/gocrawl/gocrawl/internal/registry"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
@@ -44,6 +45,36 @@ type PriorityQueue interface {
 	Len() int
 	// Close closes the store; a persistent store keeps what is not acked.
 	Close(ctx context.Context) error
+}
+
+// Deduplicator is implemented by priority queues that keep the crawl's
+// dupefilter themselves, checking a request's fingerprint atomically with
+// storing it: a frontier shared by processes (the Redis frontier does both
+// in one script call, inside Redis, so two workers finding the same link
+// at once store it once). The scheduler then uses no dupefilter.Set of its
+// own: it hands the fingerprint over with PushUnique and learns later,
+// through the function given to OnPushed, whether each request was stored
+// or dropped as a duplicate (stats, DUPEFILTER_DEBUG).
+type Deduplicator interface {
+	// PushUnique is Push for a request whose fingerprint is fp; with
+	// filter false (Request.DontFilter) the request is stored whatever its
+	// fingerprint, and its fingerprint is not recorded.
+	PushUnique(ctx context.Context, now time.Time, req *spider.Request, scopes throttling.Scopes, priority int, fp dupefilter.Fingerprint, filter bool) error
+	// OnPushed registers fn, called once per request given to PushUnique
+	// when its fate is known: stored, or dropped as a duplicate. It is
+	// called from any goroutine.
+	OnPushed(fn func(req *spider.Request, duplicate bool))
+}
+
+// BatchPopper is implemented by priority queues that can hand out several
+// requests in one call: a queue whose every Pop is a round trip to shared
+// storage (the Redis frontier) saves round trips when several slots are
+// free at once. Every request returned is admitted at the call and must be
+// started at once, like Pop's.
+type BatchPopper interface {
+	// PopN is Pop for up to n requests (n >= 1); with none ready it
+	// returns how long to wait, as Pop does.
+	PopN(ctx context.Context, now time.Time, n int) ([]*Popped, time.Duration, error)
 }
 
 // Popped is a request taken out of a PriorityQueue.

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,7 @@ func init() {
 type scheduler struct {
 	d          Deps
 	q          pqueue.PriorityQueue
+	dedup      pqueue.Deduplicator // q, when it checks fingerprints itself
 	filter     *dupefilter.Filter
 	depthLimit int
 	depthPrio  int
@@ -52,22 +54,64 @@ func newScheduler(d Deps, gated bool) (Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := d.Settings.String("SCHEDULER_PRIORITY_QUEUE")
-	if gated && name == "ThrottlingAwarePriorityQueue" {
-		name = "PriorityQueue"
+	q := st.Frontier
+	if q == nil {
+		name := d.Settings.String("SCHEDULER_PRIORITY_QUEUE")
+		if gated && name == "ThrottlingAwarePriorityQueue" {
+			name = "PriorityQueue"
+		}
+		if q, err = pqueue.New(name, pqueue.Deps{Store: st.Queue, Gate: d.Throttler, Clock: d.Clock, Log: d.Log, Settings: d.Settings}); err != nil {
+			return nil, err
+		}
+	} else if gated {
+		return nil, fmt.Errorf("SCHEDULER: %s (engine-gated) cannot run on a shared frontier, whose queue admits requests itself; use %s",
+			EngineGated, ThrottlingAware)
 	}
-	q, err := pqueue.New(name, pqueue.Deps{Store: st.Queue, Gate: d.Throttler, Clock: d.Clock, Log: d.Log, Settings: d.Settings})
-	if err != nil {
-		return nil, err
-	}
-	return &scheduler{
+	s := &scheduler{
 		d:          d,
 		q:          q,
 		filter:     dupefilter.NewFilter(st.Seen, d.Stats, d.Log, d.Settings.Bool("DUPEFILTER_DEBUG")),
 		depthLimit: d.Settings.Int("DEPTH_LIMIT"),
 		depthPrio:  d.Settings.Int("DEPTH_PRIORITY"),
 		debug:      d.Settings.Bool("SCHEDULER_DEBUG"),
-	}, nil
+	}
+	if dd, ok := q.(pqueue.Deduplicator); ok {
+		s.dedup = dd
+		dd.OnPushed(s.pushed)
+	}
+	if bp, ok := q.(pqueue.BatchPopper); ok {
+		return &batchScheduler{scheduler: s, bp: bp}, nil
+	}
+	return s, nil
+}
+
+// batchScheduler is the scheduler over a queue that pops several requests
+// per call: it implements Batcher.
+type batchScheduler struct {
+	*scheduler
+	bp pqueue.BatchPopper
+}
+
+// NextN implements Batcher.
+func (s *batchScheduler) NextN(ctx context.Context, now time.Time, n int) ([]*Job, time.Duration, error) {
+	ps, wake, err := s.bp.PopN(ctx, now, n)
+	if err != nil || len(ps) == 0 {
+		return nil, wake, err
+	}
+	jobs := make([]*Job, len(ps))
+	for i, p := range ps {
+		jobs[i] = s.job(p)
+	}
+	return jobs, 0, nil
+}
+
+// pushed hears from a deduplicating queue what became of a request.
+func (s *scheduler) pushed(req *spider.Request, duplicate bool) {
+	if duplicate {
+		s.filter.Dropped(req, dupefilter.Of(req))
+		return
+	}
+	s.inc("scheduler/enqueued")
 }
 
 func (s *scheduler) Open(ctx context.Context) error { return s.q.Open(ctx) }
@@ -84,6 +128,9 @@ func (s *scheduler) Enqueue(ctx context.Context, req *spider.Request) (bool, err
 			s.d.Log.Debug().Str("url", req.URL.Redacted()).Int("depth", req.Depth).Int("limit", s.depthLimit).Msg("ignoring request beyond DEPTH_LIMIT")
 		}
 		return false, nil
+	}
+	if s.dedup != nil {
+		return s.enqueueUnique(ctx, req)
 	}
 	if dup, err := s.filter.Seen(ctx, req); err != nil || dup {
 		return false, err
@@ -104,6 +151,23 @@ func (s *scheduler) Enqueue(ctx context.Context, req *spider.Request) (bool, err
 	return true, nil
 }
 
+// enqueueUnique is Enqueue for a queue that checks fingerprints itself:
+// whether req is a duplicate is learnt later (pushed).
+func (s *scheduler) enqueueUnique(ctx context.Context, req *spider.Request) (bool, error) {
+	scopes, err := s.d.Throttler.Scopes(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	prio := req.Priority - req.Depth*s.depthPrio
+	if err := s.dedup.PushUnique(ctx, s.now(), req, scopes, prio, dupefilter.Of(req), !req.DontFilter); err != nil {
+		return false, err
+	}
+	if s.debug {
+		s.d.Log.Debug().Str("url", req.URL.String()).Int("priority", prio).Strs("scopes", scopes.Names()).Msg("scheduler: enqueued")
+	}
+	return true, nil
+}
+
 // forget takes back req's fingerprint after it failed to be queued with
 // err, so that a later valid request for the same resource is not dropped.
 func (s *scheduler) forget(ctx context.Context, req *spider.Request, err error) error {
@@ -118,11 +182,16 @@ func (s *scheduler) Next(ctx context.Context, now time.Time) (*Job, time.Duratio
 	if err != nil || p == nil {
 		return nil, wake, err
 	}
+	return s.job(p), 0, nil
+}
+
+// job turns a popped request into a Job.
+func (s *scheduler) job(p *pqueue.Popped) *Job {
 	s.inc("scheduler/dequeued")
 	if s.debug {
 		s.d.Log.Debug().Str("url", p.Req.URL.String()).Strs("scopes", p.Scopes.Names()).Bool("admitted", p.Admitted).Msg("scheduler: dequeued")
 	}
-	return &Job{Req: p.Req, Scopes: p.Scopes, Admitted: p.Admitted, SentAt: p.SentAt, ID: uint64(p.ID)}, 0, nil
+	return &Job{Req: p.Req, Scopes: p.Scopes, Admitted: p.Admitted, SentAt: p.SentAt, ID: uint64(p.ID)}
 }
 
 func (s *scheduler) Done(ctx context.Context, job *Job) error {

@@ -75,6 +75,14 @@ type Scheduler interface {
 	Close(ctx context.Context) error
 }
 
+// Batcher is implemented by schedulers that can hand out several jobs in
+// one call (their queue is a pqueue.BatchPopper): the engine asks for as
+// many as it has free slots. Every job returned must be started at once.
+type Batcher interface {
+	// NextN is Next for up to n jobs (n >= 1).
+	NextN(ctx context.Context, now time.Time, n int) ([]*Job, time.Duration, error)
+}
+
 // Notifier is implemented by schedulers (and priority queues) that can
 // tell when a queued request may have become ready although no download
 // ended: a slot freed by a request sent outside the scheduler, a delay

@@ -18,6 +18,12 @@ type Storage struct {
 	Queue pqueue.Store
 	// Seen keeps the fingerprints of requests already queued.
 	Seen dupefilter.Set
+	// Frontier, when set, is the priority queue itself, used instead of
+	// the SCHEDULER_PRIORITY_QUEUE built over Queue: a queue that decides
+	// in shared storage which request goes next (the Redis frontier of a
+	// distributed crawl, whose selection runs inside Redis). Queue is then
+	// unused, and so is Seen if the frontier is a pqueue.Deduplicator.
+	Frontier pqueue.PriorityQueue
 }
 
 // StorageFactory opens persistent storage for a crawl from its settings
@@ -57,6 +63,9 @@ func openStorage(d Deps) (*Storage, error) {
 				break
 			}
 		}
+	}
+	if st.Frontier != nil {
+		return st, nil
 	}
 	if st.Queue == nil {
 		st.Queue = pqueue.NewMemoryStore()

@@ -18,7 +18,8 @@ fi
 
 # --- Services and tools needed by the tests ---------------------------------
 # Installed here, so that CI (.ci/run) and a fresh developer machine get them
-# the same way.
+# the same way. The tests start and stop their own servers on free loopback
+# ports (internal/redistest); nothing is left running.
 
 # as_root runs a command as root: directly, or through sudo.
 as_root() {
@@ -31,6 +32,21 @@ as_root() {
 		return 1
 	fi
 }
+
+# redis-server and redis-cli, for the distributed crawl (pqueue/redisq,
+# dupefilter, redisjob, the 3-node cluster tests): from the distribution's
+# packages when missing. A test that needs them fails when they are missing,
+# unless GOCRAWL_SKIP_REDIS=1.
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+	if [ "${GOCRAWL_SKIP_REDIS:-}" = 1 ]; then
+		echo "scripts/test.sh: redis-server not installed; GOCRAWL_SKIP_REDIS=1 skips the Redis tests" >&2
+	else
+		echo "== installing redis-server (for the distributed crawl tests)"
+		as_root apt-get update -qq
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server
+		# The package may start a system-wide server; the tests do not use it.
+	fi
+fi
 
 # Headless Chromium renders pages in the rendering tests (package render,
 # which also looks for google-chrome-stable; RENDER_BROWSER_PATH points
@@ -51,8 +67,8 @@ go vet ./...
 # The rendering tests (package render) keep Chromium busy on every core; run
 # beside the other packages they would slow down the tests that compare
 # durations, so they run on their own, last.
-echo "== go test -race -count=1 -timeout 15m (every package but render)"
-go test -race -count=1 -timeout 15m $(go list ./... | grep -v '/render$')
+echo "== go test -race -count=1 -timeout 20m (every package but render)"
+go test -race -count=1 -timeout 20m $(go list ./... | grep -v '/render$')
 echo "== go test -race -count=1 -timeout 10m ./render"
 go test -race -count=1 -timeout 10m ./render
 # Every fuzz target briefly (2s each; FUZZTIME=60s for a longer search):

@@ -239,7 +239,8 @@ func TestEnvUnknownVariables(t *testing.T) {
 		{"GOCRAWL_BIN=/usr/local/bin/gocrawl", "", "ignoring environment variable GOCRAWL_BIN: BIN is not a setting"},
 		{"GOCRAWL_HOME=/x", "", "GOCRAWL_HOME"},
 		{"GOCRAWL_ZZZZZZZZZZZZ=1", "", "GOCRAWL_ZZZZZZZZZZZZ"},
-		{"GOCRAWL_JOB=1", "", "GOCRAWL_JOB"},                       // too short to be a typo of JOBDIR
+		{"GOCRAWL_DIR=1", "", "GOCRAWL_DIR"},                       // too short to be a typo of JOBDIR
+		{"GOCRAWL_JOB=nightly", "", ""},                            // a setting: a distributed job's name
 		{"GOCRAWL_download_delay=1", "", "GOCRAWL_download_delay"}, // not upper case
 		{"GOCRAWL_DOWLOAD_DELAY=1", "did you mean DOWNLOAD_DELAY?", ""},
 		{"GOCRAWL_CONCURRENT_REQUEST=1", "did you mean CONCURRENT_REQUESTS?", ""},

@@ -51,6 +51,13 @@ type GateParams struct {
 	// it admits anything. In memory the parameters are re-derived on every
 	// call, so ValidUntil is informational.
 	ValidUntil time.Time `json:"valid_until,omitzero"`
+	// ValidUntilOK is ValidUntil counted in answers rather than time: the
+	// parameters are stale once the gate's OK counter reaches it (the
+	// rate controller's slow start, which allows one more request in
+	// flight per round of accepted answers). Zero: no such change pending.
+	// A distributed gate refreshes its parameters then, as for ValidUntil;
+	// in memory it is informational too.
+	ValidUntilOK int64 `json:"valid_until_ok,omitempty"`
 }
 
 // OutcomeClass classifies a completed request for the gate's counters.

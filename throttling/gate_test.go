@@ -106,8 +106,9 @@ func ptr[T any](v T) *T { return &v }
 
 // distributed emulates the distributed mode of the contract: the policy
 // exists only as its serialized state between calls, the gate admits on
-// its own and asks for a refresh only when its ValidUntil has passed, and
-// feedback goes through a fresh policy (read, apply, write).
+// its own and asks for a refresh only when its ValidUntil has passed or its
+// OK counter reached ValidUntilOK, and feedback that changes the policy
+// (sharedSignal) goes through a fresh policy (read, apply, write).
 type distributed struct {
 	t     *testing.T
 	env   ScopeEnv
@@ -145,7 +146,8 @@ func (d *distributed) save(p *Policy, now time.Time) {
 }
 
 func (d *distributed) refreshIfStale(now time.Time) {
-	if vu := d.gate.Params.ValidUntil; !vu.IsZero() && !now.Before(vu) {
+	vu, vo := d.gate.Params.ValidUntil, d.gate.Params.ValidUntilOK
+	if !vu.IsZero() && !now.Before(vu) || vo > 0 && d.gate.State.OK >= vo {
 		p := d.load()
 		p.Tick(now, d.gate.State)
 		d.save(p, now)
@@ -164,7 +166,7 @@ func (d *distributed) sent(now time.Time) {
 
 func (d *distributed) done(now time.Time, o Outcome) {
 	d.gate.RecordDone(now, o.Class, o.Latency)
-	if !o.Signal.empty() {
+	if sharedSignal(o.Signal, d.env.Config.RateControl.Enabled) { // as the shared throttler: no update for an accepted answer alone
 		p := d.load()
 		p.OnFeedback(now, o.Signal, d.gate.State)
 		d.save(p, now)
@@ -172,7 +174,7 @@ func (d *distributed) done(now time.Time, o Outcome) {
 }
 
 // The contract's promise: a gate that refreshes its parameters only when
-// ValidUntil has passed, with the policy serialized in between, admits
+// ValidUntil (or ValidUntilOK) has passed, with the policy serialized in between, admits
 // exactly like the in-memory manager that re-derives them on every call.
 func TestDistributedGateMatchesInMemory(t *testing.T) {
 	configs := []struct {

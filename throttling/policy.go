@@ -187,7 +187,7 @@ func (p *Policy) Params(now time.Time) GateParams {
 		blocked = p.notBefore
 	}
 	return GateParams{Delay: p.Delay(), JitterLo: j[0], JitterHi: j[1], Concurrency: p.rcConcurrency(p.latConcurrency(p.conc)),
-		BlockedUntil: blocked, Quota: p.cfg.Quota, Window: p.cfg.Window, ValidUntil: p.validUntil()}
+		BlockedUntil: blocked, Quota: p.cfg.Quota, Window: p.cfg.Window, ValidUntil: p.validUntil(), ValidUntilOK: p.rcValidUntilOK()}
 }
 
 // validUntil is the earliest time a time-based rule changes the

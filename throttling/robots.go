@@ -19,6 +19,20 @@ func (t *Throttler) SetRobotsDelay(scope string, crawlDelay time.Duration) bool 
 		return false
 	}
 	d := min(crawlDelay, t.cfg.RobotsMaxDelay)
+	if t.shared != nil {
+		// Written to the scope's shared policy (outside the lock: it is a
+		// round trip), so that it holds for every worker.
+		t.mu.Lock()
+		prev, ok := t.robots[scope]
+		t.robots[scope] = d
+		t.boundRobotsLocked(scope)
+		t.warnRobotsLocked(t.cfg.Scope(scope), d, crawlDelay)
+		t.mu.Unlock()
+		if !ok || prev != d {
+			t.setRobotsDelayShared(scope, d)
+		}
+		return true
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if prev, ok := t.robots[scope]; ok && prev == d {

@@ -30,6 +30,9 @@ func (l *StartLimiter) refill(now time.Time) {
 	}
 }
 
+// Limits reports whether the limiter limits anything (a positive rate).
+func (l *StartLimiter) Limits() bool { return l != nil && l.rate > 0 }
+
 // Wait returns how long until a start is allowed at now (0 = now).
 func (l *StartLimiter) Wait(now time.Time) time.Duration {
 	if l == nil || l.rate <= 0 {

@@ -68,6 +68,9 @@ type Options struct {
 	Rand *rand.Rand
 	// Manager replaces THROTTLING_MANAGER.
 	Manager Manager
+	// Shared keeps the scopes' state in a store shared by the worker
+	// processes of a distributed crawl (see Shared); nil keeps it here.
+	Shared Shared
 }
 
 // Throttler holds every scope's state and answers the engine's and the
@@ -79,6 +82,7 @@ type Throttler struct {
 	rnd     *rand.Rand
 	manager Manager
 	cfg     *Config
+	shared  Shared // the scopes' state of a distributed crawl, or nil
 
 	mu        sync.Mutex
 	scopes    map[string]*scopeEntry
@@ -115,7 +119,7 @@ func New(s *settings.Settings, opts Options) (*Throttler, error) {
 	for _, w := range cfg.Warnings {
 		opts.Log.Warn().Msg(w)
 	}
-	t := &Throttler{clock: opts.Clock, log: opts.Log, dbg: zerolog.Nop(), rnd: opts.Rand, cfg: cfg,
+	t := &Throttler{clock: opts.Clock, log: opts.Log, dbg: zerolog.Nop(), rnd: opts.Rand, cfg: cfg, shared: opts.Shared,
 		scopes: map[string]*scopeEntry{}, lru: list.New(), robots: map[string]time.Duration{},
 		warned: map[string]bool{}, changed: make(chan struct{})}
 	if cfg.Debug {
@@ -345,6 +349,10 @@ func (t *Throttler) Done(ctx context.Context, req *spider.Request, scopes Scopes
 	if res != nil || err != nil {
 		latency = max(0, now.Sub(sentAt))
 	}
+	if t.shared != nil {
+		t.doneShared(ctx, req, scopes, sentAt, res, err, fb, latency)
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, s := range scopes {
@@ -411,6 +419,10 @@ func OutcomeOf(f ScopeFeedback, sentAt time.Time, latency time.Duration, res *sp
 // of crawler.throttler.delay_scope in Scrapy's throttling design (PR
 // #6931), reachable from callbacks through spider.CrawlerFrom(ctx).Throttler.
 func (t *Throttler) DelayScope(scope string, d time.Duration) {
+	if t.shared != nil {
+		t.delayScopeShared(scope, d)
+		return
+	}
 	now := t.clock.Now()
 	t.mu.Lock()
 	t.scope(scope, now).mgr.RecordBackoff(now, BackoffSignal{Delay: d, Uncapped: true})
@@ -455,6 +467,9 @@ func WithoutSlot(ctx context.Context) context.Context {
 // This is the engine-gated path: the caller holds a concurrency slot while
 // it waits (see the throttling-aware scheduler for the alternative).
 func (t *Throttler) Admit(ctx context.Context, scopes Scopes) (time.Time, error) {
+	if t.shared != nil {
+		return t.admitShared(ctx, scopes)
+	}
 	noSlot, _ := ctx.Value(noSlotKey{}).(bool)
 	var err error
 	for {

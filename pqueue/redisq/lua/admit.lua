@@ -1,0 +1,44 @@
+-- admit: the gate for a request sent outside the queue (robots.txt,
+-- Crawler.Download). If every scope can send, the send is recorded in
+-- each gate and an admission lease holds the slots until released (or
+-- until it expires, if the worker dies).
+--
+-- ARGV: shard, owner, lease ms, u0, start rate, start burst, no-slot (1:
+-- do not wait for a concurrency slot, but take one), body (an entry body
+-- with the scopes and no request).
+-- Returns {now, 'ok', ID} or {now, 'slot'} or {now, 'wait', ms} or {now,
+-- 'stale', scope}.
+local shard, owner, lease, u0 = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local rate, burst, noSlot, body = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
+local now = now_ms()
+local _, names, amounts = decode(string.rep('\0', 8) .. body)
+local gates, worst, conc = {}, 0, false
+for j, s in ipairs(names) do
+  local gt = gate_load(s)
+  if stale(gt, now) then return {num(now), 'stale', s} end
+  gates[j] = gt
+  local w = can_send(gt, now, amounts[j], noSlot)
+  if w == SLOT then conc = true elseif w > worst then worst = w end
+end
+if conc then return {num(now), 'slot'} end
+if worst > 0 then return {num(now), 'wait', num(worst)} end
+if rate > 0 and #names > 0 then
+  local v = redis.call('HMGET', P .. 'sr', 'tk', 'lt')
+  local tk, lt = tonumber(v[1]), tonumber(v[2])
+  if not tk then tk, lt = burst, now end
+  if now > lt then
+    tk = math.min(burst, tk + (now - lt) / 1000 * rate)
+    lt = now
+  end
+  if tk < 1 then
+    redis.call('HSET', P .. 'sr', 'tk', num(tk), 'lt', num(lt))
+    return {num(now), 'wait', num((1 - tk) / rate * 1000)}
+  end
+  redis.call('HSET', P .. 'sr', 'tk', num(tk - 1), 'lt', num(lt))
+end
+local id8 = pack_id(redis.call('INCR', KEYS[1]) * 1024 + shard)
+for j, s in ipairs(names) do
+  record_sent(s, gates[j], now, amounts[j], (u0 + (j - 1) * 0.6180339887498949) % 1)
+end
+reserve(id8, 3, owner, id8 .. body, now + lease)
+return {num(now), 'ok', id8}

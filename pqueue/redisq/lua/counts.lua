@@ -1,0 +1,2 @@
+-- counts: {waiting, delayed, reserved, stored so far} of the shard.
+return counts()
