@@ -13,6 +13,7 @@ package throttling_test
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -29,7 +30,9 @@ import (
 
 // inProcess is an http.RoundTripper that serves requests with a handler in
 // the calling goroutine: inside a bubble, a request takes no time unless
-// the handler sleeps.
+// the handler sleeps. As with net/http's client, a body shorter than the
+// Content-Length the handler set ends in io.ErrUnexpectedEOF (the
+// downloader's ResponseDataLossError).
 type inProcess struct{ h http.Handler }
 
 func (p inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -37,8 +40,15 @@ func (p inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 	p.h.ServeHTTP(rec, r)
 	res := rec.Result()
 	res.Request = r
+	if n := int64(rec.Body.Len()); res.ContentLength > n {
+		res.Body = io.NopCloser(io.MultiReader(res.Body, errReader{io.ErrUnexpectedEOF}))
+	}
 	return res, nil
 }
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // hit is one request as a site saw it.
 type hit struct {
