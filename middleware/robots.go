@@ -128,10 +128,13 @@ type robotsEntry struct {
 }
 
 // robotsAdmittedBefore reports whether the request being fetched under ctx was
-// admitted by the throttler before t.
+// admitted by the throttler before t, or at t itself: a request admitted at
+// the very instant a Crawl-delay was applied may have been admitted under the
+// old delay, so it is rescheduled (politeness first: at worst it waits once
+// more).
 func robotsAdmittedBefore(ctx context.Context, t time.Time) bool {
 	at, ok := throttling.SentAtFrom(ctx)
-	return ok && at.Before(t)
+	return ok && !at.After(t)
 }
 
 // NewRobotsTxt builds the middleware for a crawl. The crawler's Throttler receives
