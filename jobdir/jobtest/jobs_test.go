@@ -371,10 +371,12 @@ func TestKillAndResume(t *testing.T) {
 	// A kill repeats the requests reserved and not yet acknowledged: the
 	// downloads in flight (CONCURRENT_REQUESTS) plus responses whose
 	// callback or acknowledgement was under way, and acknowledgements not
-	// yet synced (the syncer starts a sync right after each write). Twice
-	// the concurrency per kill leaves room for a loaded machine; a run
-	// typically shows about one concurrency's worth per kill.
-	bound := kills * 2 * concurrency
+	// yet synced (the syncer starts a sync right after each write). The
+	// engine caps the jobs between reservation and acknowledgement at
+	// 2 x CONCURRENT_REQUESTS + 16 (engine/loop.go, maxActive), which is
+	// the bound per kill; a run typically shows about one concurrency's
+	// worth per kill, and a loaded machine was seen at 2.1 x.
+	bound := kills * (2*concurrency + 16)
 	t.Logf("%d kills, %d fetches for %d pages: %d duplicates (bound %d)", kills, total, pages, dups, bound)
 	if dups > bound {
 		t.Errorf("%d duplicate fetches after %d kills, more than %d", dups, kills, bound)
