@@ -15,27 +15,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gocrawl/gocrawl/internal/gocrawlbin"
 )
 
 // binary is the gocrawl command built once for this test binary.
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gocrawl-cli-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "gocrawl")
-	build := exec.Command("go", "build", "-o", binary, "github.com/gocrawl/gocrawl/cmd/gocrawl")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "building gocrawl: %v\n", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	var cleanup func()
+	binary, cleanup = gocrawlbin.MustBuild()
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

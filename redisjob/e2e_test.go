@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/gocrawl/gocrawl/internal/gocrawlbin"
 	"github.com/gocrawl/gocrawl/internal/redistest"
 	"github.com/gocrawl/gocrawl/internal/simsite"
 	"github.com/gocrawl/gocrawl/pqueue/redisq"
@@ -28,20 +28,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gocrawl-redisjob-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "gocrawl")
-	build := exec.Command("go", "build", "-o", binary, "github.com/gocrawl/gocrawl/cmd/gocrawl")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "building gocrawl: %v\n", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	redistest.Main(m, func() { os.RemoveAll(dir) })
+	var cleanup func()
+	binary, cleanup = gocrawlbin.MustBuild()
+	redistest.Main(m, cleanup)
 }
 
 // proc is a gocrawl process.

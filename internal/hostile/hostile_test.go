@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gocrawl/gocrawl/internal/gocrawlbin"
 )
 
 // binary is the gocrawl command built by TestMain.
@@ -20,21 +22,10 @@ var binary string
 // TestMain builds the gocrawl binary once: every crawl of these tests runs
 // in a child process, so that its peak memory can be read from outside.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gocrawl-hostile")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "gocrawl")
-	build := exec.Command("go", "build", "-o", binary, "github.com/gocrawl/gocrawl/cmd/gocrawl")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "building gocrawl: %v\n", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	var cleanup func()
+	binary, cleanup = gocrawlbin.MustBuild()
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
