@@ -33,7 +33,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -238,7 +237,7 @@ func proxyFor(r *http.Request) (*url.URL, error) {
 // errors; errors are *Error values with a Kind.
 func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 	timeout := d.opts.Timeout
-	if v, ok := metaFloat(req, MetaDownloadTimeout); ok && v >= 0 {
+	if v, ok := req.GetFloat(MetaDownloadTimeout); ok && v >= 0 {
 		timeout = settings.Duration(v)
 	}
 	if timeout > 0 {
@@ -364,7 +363,7 @@ func failOnDataLoss(req *spider.Request, def bool) bool {
 // (larger than an int64 counts as the largest int64). Other values are
 // ignored.
 func metaBytes(req *spider.Request, key string) (int64, bool) {
-	v, ok := metaFloat(req, key)
+	v, ok := req.GetFloat(key)
 	if !ok || v < 0 || math.IsNaN(v) {
 		return 0, false
 	}
@@ -372,21 +371,6 @@ func metaBytes(req *spider.Request, key string) (int64, bool) {
 		return math.MaxInt64, true
 	}
 	return int64(v), true
-}
-
-func metaFloat(req *spider.Request, key string) (float64, bool) {
-	switch v := req.Get(key).(type) {
-	case float64:
-		return v, true
-	case int:
-		return float64(v), true
-	case int64:
-		return float64(v), true
-	case string:
-		f, err := strconv.ParseFloat(v, 64)
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // decoder wraps r to undo Content-Encoding (possibly a list, applied in

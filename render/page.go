@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -183,7 +182,7 @@ var errCrashed = errors.New("the page's renderer crashed")
 func (t *tab) render(ctx context.Context, req *spider.Request) (res *spider.Response, err error) {
 	o := &t.r.opts
 	timeout := o.Timeout
-	if v, ok := metaFloat(req, MetaTimeout); ok && v > 0 {
+	if v, ok := req.GetFloat(MetaTimeout); ok && v > 0 {
 		timeout = time.Duration(v * float64(time.Second))
 	}
 	wait := o.Wait
@@ -200,7 +199,7 @@ func (t *tab) render(ctx context.Context, req *spider.Request) (res *spider.Resp
 	if v, ok := req.Get(MetaScreenshot).(bool); ok {
 		shot = v
 	}
-	scroll, _ := metaFloat(req, MetaScroll)
+	scroll, _ := req.GetFloat(MetaScroll)
 	block3rd := o.BlockThirdParty
 	if v, ok := req.Get(MetaThirdParty).(string); ok && v != "" {
 		switch strings.ToLower(v) {
@@ -364,21 +363,6 @@ func headers(h network.Headers) http.Header {
 		}
 	}
 	return out
-}
-
-func metaFloat(req *spider.Request, key string) (float64, bool) {
-	switch v := req.Get(key).(type) {
-	case float64:
-		return v, true
-	case int:
-		return float64(v), true
-	case int64:
-		return float64(v), true
-	case string:
-		f, err := strconv.ParseFloat(v, 64)
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // scrollPause is how long the render_scroll meta waits, after each scroll,

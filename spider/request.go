@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -146,6 +147,24 @@ func (r *Request) Get(key string) any {
 		return nil
 	}
 	return r.Meta[key]
+}
+
+// GetFloat reads a numeric meta value leniently: float64 (what numbers
+// become after a persistent queue), int, int64, or a string holding a
+// number. ok is false when the key is missing or holds something else.
+func (r *Request) GetFloat(key string) (v float64, ok bool) {
+	switch x := r.Get(key).(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case string:
+		f, err := strconv.ParseFloat(x, 64)
+		return f, err == nil
+	}
+	return 0, false
 }
 
 // Set stores a meta value, creating Meta when needed, and returns r.
