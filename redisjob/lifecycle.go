@@ -197,6 +197,12 @@ func (j *Job) Finished() bool {
 			j.seedDone.Store(true)
 		}
 		if ok, err := f.Drained(ctx); err == nil && ok {
+			// A Redis restarted without persistence is empty too: the
+			// heartbeat tells a finished job from a lost one (it fails
+			// the frontier with ErrJobLost when the job is gone).
+			if err := j.heartbeat(ctx); err != nil {
+				return
+			}
 			j.finished.Store(true)
 			f.Poke()
 		}
