@@ -266,6 +266,9 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	for k, vs := range req.Header {
 		hreq.Header[k] = vs
 	}
+	if req.Referer != "" && hreq.Header.Get("Referer") == "" {
+		hreq.Header.Set("Referer", req.Referer)
+	}
 	if d.opts.Compression && hreq.Header.Get("Accept-Encoding") == "" {
 		hreq.Header.Set("Accept-Encoding", "gzip, deflate, br")
 	}

@@ -17,6 +17,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -461,6 +462,31 @@ func TestRequestIsSentAsDescribed(t *testing.T) {
 	}
 	if res.Request != req || res.URL.String() != req.URL.String() {
 		t.Error("response does not point back to its request")
+	}
+	// The Referer field is sent as the header; a Referer in Header wins.
+	echoRef := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["X-Referers"] = r.Header.Values("Referer")
+	})
+	for _, tt := range []struct {
+		field, header string
+		want          []string
+	}{
+		{"", "", nil},
+		{"http://from.example/a", "", []string{"http://from.example/a"}},
+		{"http://from.example/a", "http://mine.example/", []string{"http://mine.example/"}},
+	} {
+		r := spider.MustRequest(echoRef.URL, nil)
+		r.Referer = tt.field
+		if tt.header != "" {
+			r.Header = http.Header{"Referer": {tt.header}}
+		}
+		res, err := newTestDownloader(t, Options{}).Fetch(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Header.Values("X-Referers"); !slices.Equal(got, tt.want) {
+			t.Errorf("field %q, header %q: sent %q, want %q", tt.field, tt.header, got, tt.want)
+		}
 	}
 	// Redirects are responses, for the redirect middleware to follow.
 	redir := serve(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/elsewhere", http.StatusFound) })

@@ -335,7 +335,7 @@ func (g offlineThrottler) Scopes(ctx context.Context, req *spider.Request) (thro
 
 // refererOf is the Referer header req was sent with, "-" without one.
 func refererOf(req *spider.Request) string {
-	if r := req.Header.Get("Referer"); r != "" {
+	if r := req.RefererHeader(); r != "" {
 		return r
 	}
 	return "-"

@@ -119,15 +119,26 @@ func (c Codec) Append(dst []byte, req *spider.Request) ([]byte, error) {
 	b = appendString(b, cbName)
 	b = appendString(b, ebName)
 
-	keys := make([]string, 0, len(req.Header))
+	// The Referer field is stored as the header it stands for (the same
+	// bytes as before the field existed); it decodes as that header.
+	fieldRef := req.Referer != "" && req.Header.Get("Referer") == ""
+	keys := make([]string, 0, len(req.Header)+1)
 	for k := range req.Header {
-		keys = append(keys, k)
+		if !fieldRef || k != "Referer" {
+			keys = append(keys, k)
+		}
+	}
+	if fieldRef {
+		keys = append(keys, "Referer")
 	}
 	slices.Sort(keys)
 	b = binary.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
 		b = appendString(b, k)
 		vs := req.Header[k]
+		if fieldRef && k == "Referer" {
+			vs = []string{req.Referer}
+		}
 		b = binary.AppendUvarint(b, uint64(len(vs)))
 		for _, v := range vs {
 			b = appendString(b, v)

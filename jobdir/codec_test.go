@@ -1,6 +1,7 @@
 package jobdir
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -89,6 +90,56 @@ func TestCodecRoundTrip(t *testing.T) {
 			restored.URL = tc.in.URL
 			if _, _, err := spider.Callbacks(sp, restored); err != nil {
 				t.Errorf("Callbacks: %v", err)
+			}
+		})
+	}
+}
+
+// The Referer field survives a restart as the header it stands for, with
+// the same bytes a header would have given; a Referer header wins.
+func TestCodecRefererField(t *testing.T) {
+	c := Codec{Spider: &testSpider{}}
+	tests := []struct {
+		name   string
+		field  string
+		header http.Header
+		want   http.Header
+	}{
+		{"field only", "http://a.test/from", nil, http.Header{"Referer": {"http://a.test/from"}}},
+		{"field and other headers", "http://a.test/from", http.Header{"X-A": {"1"}, "Accept": {"x"}},
+			http.Header{"X-A": {"1"}, "Accept": {"x"}, "Referer": {"http://a.test/from"}}},
+		{"header wins", "http://a.test/from", http.Header{"Referer": {"mine"}}, http.Header{"Referer": {"mine"}}},
+		{"neither", "", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := spider.MustRequest("http://a.test/x", nil)
+			req.Referer, req.Header = tt.field, tt.header
+			b, err := c.Encode(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Header, tt.want) {
+				t.Errorf("decoded headers %v, want %v", got.Header, tt.want)
+			}
+			if got.RefererHeader() != req.RefererHeader() {
+				t.Errorf("Referer sent after a restart %q, before %q", got.RefererHeader(), req.RefererHeader())
+			}
+			as := req.Clone()
+			as.Referer = ""
+			if tt.field != "" && tt.header.Get("Referer") == "" {
+				as.Header = tt.want
+			}
+			same, err := c.Encode(as)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(b, same) {
+				t.Errorf("field encoded as %q, the header as %q", b, same)
 			}
 		})
 	}

@@ -221,15 +221,19 @@ func (r *redirector) follow(req *spider.Request, loc string, reason any, toGet b
 		delete(nr.Meta, metaSchemeProxy)
 		nr.Header.Del("Proxy-Authorization")
 	}
-	if ref := nr.Header.Get("Referer"); ref != "" && r.referer != nil {
+	if ref := nr.RefererHeader(); ref != "" && r.referer != nil {
 		if from, err := url.Parse(ref); err == nil {
 			policy := *r.referer
 			if p, err := parseReferrerPolicy(stringMeta(nr, MetaReferrerPolicy)); err == nil && p != "" {
 				policy = p
 			}
-			if v := policy.referrer(from, target); v != "" {
+			v := policy.referrer(newPageReferrer(from), target)
+			switch {
+			case nr.Header.Get("Referer") == "":
+				nr.Referer = v
+			case v != "":
 				nr.Header.Set("Referer", v)
-			} else {
+			default:
 				nr.Header.Del("Referer")
 			}
 		}

@@ -223,6 +223,18 @@ func TestRedirectHeadersAcrossHosts(t *testing.T) {
 			if got := nr.Header.Get("Referer"); got != tt.referer {
 				t.Errorf("Referer = %q, want %q", got, tt.referer)
 			}
+			// The same with the Referer in the request's field (as the
+			// Referer middleware sets it): recomputed there, no header.
+			r := base()
+			r.Header.Del("Referer")
+			r.Referer = "https://a.example/from?q=1"
+			nr, _, err = fetchRedirect(t, nil, nil, redirectOnce(302, tt.loc, nil), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := nr.RefererHeader(); got != tt.referer || nr.Header.Get("Referer") != "" {
+				t.Errorf("Referer field = %q (header %q), want %q in the field", got, nr.Header.Get("Referer"), tt.referer)
+			}
 		})
 	}
 }

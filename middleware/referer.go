@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -49,23 +50,45 @@ func (m *Referer) WrapHandler(next Handler) Handler {
 		if p, ok := policyFromHeader(res.Header); ok {
 			pagePolicy = p
 		}
+		page := newPageReferrer(res.URL)
 		return next.Handle(ctx, res, &OutputHooks{Next: out, OnRequest: func(r *spider.Request) *spider.Request {
-			if r.Header.Get("Referer") != "" {
+			if r.RefererHeader() != "" {
 				return r
 			}
 			policy := pagePolicy
-			if p, err := parseReferrerPolicy(stringMeta(r, MetaReferrerPolicy)); err == nil && p != "" {
-				policy = p
-			}
-			if v := policy.referrer(res.URL, r.URL); v != "" {
-				if r.Header == nil {
-					r.Header = http.Header{}
+			if r.Meta != nil {
+				if p, err := parseReferrerPolicy(stringMeta(r, MetaReferrerPolicy)); err == nil && p != "" {
+					policy = p
 				}
-				r.Header.Set("Referer", v)
 			}
+			// The field, not a header map: every link of the page shares
+			// page's strings, and the downloader sends it as the header.
+			r.Referer = policy.referrer(page, r.URL)
 			return r
 		}})
 	})
+}
+
+// pageReferrer is the page a request was found on, with the two referrer
+// values a policy can give for it (the URL without credentials and
+// fragment, and its origin) computed once, on first use, and shared by all
+// the requests of that page. A callback may emit from several goroutines.
+type pageReferrer struct {
+	url                  *url.URL
+	fullOnce, originOnce sync.Once
+	full, origin         string
+}
+
+func newPageReferrer(u *url.URL) *pageReferrer { return &pageReferrer{url: u} }
+
+func (p *pageReferrer) fullURL() string {
+	p.fullOnce.Do(func() { p.full = stripURL(p.url) })
+	return p.full
+}
+
+func (p *pageReferrer) originURL() string {
+	p.originOnce.Do(func() { p.origin = p.url.Scheme + "://" + p.url.Host + "/" })
+	return p.origin
 }
 
 // refererPolicy is a W3C referrer policy name.
@@ -107,16 +130,16 @@ func policyFromHeader(h http.Header) (refererPolicy, bool) {
 	return found, found != ""
 }
 
-// referrer returns the Referer value for a request to `to` made from a
-// page at `from`, or "" for none.
-func (p refererPolicy) referrer(from, to *url.URL) string {
+// referrer returns the Referer value for a request to `to` made from
+// page, or "" for none.
+func (p refererPolicy) referrer(page *pageReferrer, to *url.URL) string {
+	from := page.url
 	if from == nil || to == nil || (from.Scheme != "http" && from.Scheme != "https") {
 		return ""
 	}
-	full := stripURL(from)
-	origin := from.Scheme + "://" + from.Host + "/"
 	sameOrigin := from.Scheme == to.Scheme && strings.EqualFold(spider.HostKey(from), spider.HostKey(to))
 	downgrade := from.Scheme == "https" && to.Scheme != "https"
+	full, origin := page.fullURL, page.originURL
 	switch p {
 	case "no-referrer":
 		return ""
@@ -124,34 +147,34 @@ func (p refererPolicy) referrer(from, to *url.URL) string {
 		if downgrade {
 			return ""
 		}
-		return full
+		return full()
 	case "same-origin":
 		if sameOrigin {
-			return full
+			return full()
 		}
 		return ""
 	case "origin":
-		return origin
+		return origin()
 	case "strict-origin":
 		if downgrade {
 			return ""
 		}
-		return origin
+		return origin()
 	case "origin-when-cross-origin":
 		if sameOrigin {
-			return full
+			return full()
 		}
-		return origin
+		return origin()
 	case "strict-origin-when-cross-origin":
 		if sameOrigin {
-			return full
+			return full()
 		}
 		if downgrade {
 			return ""
 		}
-		return origin
+		return origin()
 	case "unsafe-url":
-		return full
+		return full()
 	}
 	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -220,7 +221,7 @@ func TestReferrerPolicies(t *testing.T) {
 			to   *url.URL
 			want string
 		}{{sameHTTPS, tt.same}, {crossHTTPS, tt.cross}, {downgrade, tt.downgrade}} {
-			if got := p.referrer(from, c.to); got != c.want {
+			if got := p.referrer(newPageReferrer(from), c.to); got != c.want {
 				t.Errorf("%s to %s: %q, want %q", tt.policy, c.to, got, c.want)
 			}
 		}
@@ -235,14 +236,31 @@ func TestRefererMiddleware(t *testing.T) {
 	out, _, _ := handleWith(t, nil, nil, map[string]any{"Referer": 700}, res, []string{"/x", "http://a.example/insecure"}, kept, perRequest)
 	want := []string{"https://a.example/page", "", "mine", "https://a.example/"}
 	for i, r := range out.Requests {
-		if got := r.Header.Get("Referer"); got != want[i] {
+		if got := r.RefererHeader(); got != want[i] {
 			t.Errorf("%s: Referer %q, want %q", r.URL, got, want[i])
+		}
+		if r != kept && r.Header != nil {
+			t.Errorf("%s: a header map %v for the Referer; want the Referer field only", r.URL, r.Header)
+		}
+	}
+	if out.Requests[2].Referer != "" {
+		t.Errorf("a request with its own Referer header got the field too: %q", out.Requests[2].Referer)
+	}
+	// The links of one page share its referrer string: a queued request
+	// holds a string header, not a copy of the page's URL.
+	out, _, _ = handleWith(t, nil, nil, map[string]any{"Referer": 700}, res, []string{"/x", "/y", "/z"})
+	if len(out.Requests) != 3 {
+		t.Fatalf("%d requests, want 3", len(out.Requests))
+	}
+	for _, r := range out.Requests[1:] {
+		if r.Referer != out.Requests[0].Referer || unsafe.StringData(r.Referer) != unsafe.StringData(out.Requests[0].Referer) {
+			t.Errorf("%s: Referer %q not shared with the page's other links", r.URL, r.Referer)
 		}
 	}
 	// The page's Referrer-Policy header wins over the setting.
 	res = response("https://a.example/page", 200, http.Header{"Referrer-Policy": {"bogus, no-referrer"}})
 	out, _, _ = handleWith(t, nil, nil, map[string]any{"Referer": 700}, res, []string{"/x"})
-	if got := out.Requests[0].Header.Get("Referer"); got != "" {
+	if got := out.Requests[0].RefererHeader(); got != "" {
 		t.Errorf("Referrer-Policy: no-referrer ignored: %q", got)
 	}
 }

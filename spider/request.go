@@ -29,6 +29,13 @@ type Request struct {
 	Method string
 	// Header holds request headers; nil means none beyond the defaults.
 	Header http.Header
+	// Referer is the Referer header sent when Header holds none. The
+	// Referer middleware sets it to the page the request was found on (as
+	// much of it as the referrer policy allows): one string shared by all
+	// the links of a page, so that a queued request carries no header map
+	// of its own. A Referer in Header wins over it; RefererHeader returns
+	// the value the request is sent with.
+	Referer string
 	// Body is sent as the request body.
 	Body []byte
 	// Meta carries data along with the request to its callback and to the
@@ -114,6 +121,15 @@ func (r *Request) GetMethod() string {
 		return http.MethodGet
 	}
 	return r.Method
+}
+
+// RefererHeader returns the Referer the request is sent with: the one in
+// Header if any, else the Referer field; "" for none.
+func (r *Request) RefererHeader() string {
+	if v := r.Header.Get("Referer"); v != "" {
+		return v
+	}
+	return r.Referer
 }
 
 // String returns "METHOD URL", for logs.
