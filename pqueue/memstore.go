@@ -281,12 +281,23 @@ func (h *entryHeap) pop() heapItem {
 		s[i], s[j] = s[j], s[i]
 		i = j
 	}
-	if n == 0 {
+	switch {
+	case n == 0:
 		s = nil // let a drained sub-queue's array go
+	case cap(s) >= minShrinkCap && n <= cap(s)/4:
+		// A draining sub-queue gives back its array as it shrinks: a
+		// frontier of a million requests leaves no 48 MB array behind
+		// for the rest of the crawl. Halving at a quarter full copies
+		// each entry O(1) times, amortized.
+		s = append(make(entryHeap, 0, cap(s)/2), s...)
 	}
 	*h = s
 	return top
 }
+
+// minShrinkCap is the capacity under which a sub-queue's array is kept as
+// it is (a few kilobytes).
+const minShrinkCap = 256
 
 // delayHeap orders the delayed set: earlier NotBefore first, then smaller ID.
 type delayHeap []*Entry

@@ -49,6 +49,7 @@ type run struct {
 			Seconds float64 `json:"seconds"`
 			RSSMB   float64 `json:"rss_mb"`
 			HeapMB  float64 `json:"heap_mb"`
+			LiveMB  float64 `json:"heap_live_mb"`
 		} `json:"rss"`
 	}
 	cpu    time.Duration // user + system time of the runner process
@@ -468,13 +469,13 @@ func writeRSSCurves(path string, runs []*run) error {
 	var lines []string
 	for _, r := range runs {
 		for _, p := range r.result.RSS {
-			lines = append(lines, fmt.Sprintf("%s,%s,%d,%.1f,%.1f,%.1f", r.sc.Name, r.variant.Name, p.Pages, p.Seconds, p.RSSMB, p.HeapMB))
+			lines = append(lines, fmt.Sprintf("%s,%s,%d,%.1f,%.1f,%.1f,%.1f", r.sc.Name, r.variant.Name, p.Pages, p.Seconds, p.RSSMB, p.HeapMB, p.LiveMB))
 		}
 	}
 	if len(lines) == 0 {
 		return nil
 	}
-	out := "scenario,variant,pages,seconds,rss_mb,heap_inuse_mb\n" + strings.Join(lines, "\n") + "\n"
+	out := "scenario,variant,pages,seconds,rss_mb,heap_inuse_mb,heap_live_mb\n" + strings.Join(lines, "\n") + "\n"
 	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
 		return err
 	}

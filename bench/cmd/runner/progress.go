@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,8 +19,13 @@ type RSSPoint struct {
 	Seconds float64 `json:"seconds"`
 	// RSSMB is the resident set size (VmRSS) in MiB.
 	RSSMB float64 `json:"rss_mb"`
-	// HeapMB is the Go heap in use (runtime.MemStats.HeapInuse) in MiB.
+	// HeapMB is the Go heap in use (runtime.MemStats.HeapInuse) in MiB:
+	// live objects and garbage not yet collected.
 	HeapMB float64 `json:"heap_mb"`
+	// HeapLiveMB is the heap the last GC found live (runtime/metrics
+	// /gc/heap/live:bytes) in MiB: what the crawl holds. With GOGC=100 the
+	// heap grows to about twice this before the next collection.
+	HeapLiveMB float64 `json:"heap_live_mb"`
 }
 
 // progress counts handled responses and, every `every` of them, records an
@@ -56,8 +62,13 @@ func (p *progress) add(d int64) {
 func (p *progress) sample(pages int64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
 	pt := RSSPoint{Pages: pages, Seconds: time.Since(p.start).Seconds(), RSSMB: float64(rssBytes()) / (1 << 20),
 		HeapMB: float64(ms.HeapInuse) / (1 << 20)}
+	if live[0].Value.Kind() == metrics.KindUint64 {
+		pt.HeapLiveMB = float64(live[0].Value.Uint64()) / (1 << 20)
+	}
 	p.mu.Lock()
 	p.points = append(p.points, pt)
 	p.mu.Unlock()
