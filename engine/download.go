@@ -63,7 +63,10 @@ type run struct {
 // (engine-gated mode), download, then scrape. It runs on a worker
 // goroutine and sends the loop evDownloaded when the global slot is free
 // and evFinished, with whether to acknowledge the job, when it is done.
-func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
+// ctx is cancelled by Abort; wait also ends at a graceful stop (what the
+// middlewares wait for, robots.txt), wire when SHUTDOWN_GRACE is over (the
+// download itself): the loop's crawl-wide contexts.
+func (e *Engine) process(ctx, wait, wire context.Context, job *scheduler.Job) {
 	r := &run{job: job}
 	ack := true
 	// The body's memory is counted from its first byte until the callback
@@ -73,12 +76,6 @@ func (e *Engine) process(ctx context.Context, job *scheduler.Job) {
 		lease.Release()
 		e.events <- event{kind: evFinished, job: job, ack: ack}
 	}()
-	// ctx is cancelled by Abort. What the middlewares wait for (robots.txt)
-	// ends at a graceful stop; the download itself gets SHUTDOWN_GRACE.
-	wait, endWait := mergeCancel(ctx, e.stopCtx)
-	defer endWait()
-	wire, endWire := mergeCancel(ctx, e.graceCtx)
-	defer endWire()
 	fctx := context.WithValue(downloader.WithLease(wait, lease), wireKey{}, wire)
 
 	if !job.Admitted && !e.admit(job) {

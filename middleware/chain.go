@@ -71,6 +71,7 @@ func NewDownloaderChain(c *spider.Crawler, inner Fetcher) (*DownloaderChain, err
 		return nil, err
 	}
 	ch := &DownloaderChain{c: c}
+	guards := &guardChain{}
 	f := inner
 	for i := len(entries) - 1; i >= 0; i-- {
 		name := entries[i].Name
@@ -83,7 +84,7 @@ func NewDownloaderChain(c *spider.Crawler, inner Fetcher) (*DownloaderChain, err
 		if m == nil {
 			continue
 		}
-		f = guardFetcher(name, m, f, c)
+		f = guardFetcher(name, m, f, c, guards)
 		ch.names = append([]string{name}, ch.names...)
 		if a, ok := m.(Answerer); ok {
 			ch.answerers = append(ch.answerers, namedAnswerer{name, a})
@@ -199,6 +200,7 @@ func BuildSpider(c *spider.Crawler, inner Handler) (Handler, []string, error) {
 		return nil, nil, err
 	}
 	h := inner
+	guards := &guardChain{}
 	var names []string
 	for i := len(entries) - 1; i >= 0; i-- {
 		build, _ := spiders.Lookup(entries[i].Name)
@@ -209,7 +211,7 @@ func BuildSpider(c *spider.Crawler, inner Handler) (Handler, []string, error) {
 		if m == nil {
 			continue
 		}
-		h = guardHandler(entries[i].Name, m, h, c)
+		h = guardHandler(entries[i].Name, m, h, c, guards)
 		names = append([]string{entries[i].Name}, names...)
 	}
 	return h, names, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	"github.com/gocrawl/gocrawl/spider"
@@ -63,25 +64,88 @@ func RedactedURL(u *url.URL) string {
 	return u.Redacted()
 }
 
-// passed records, for one call of one middleware, the errors its next
-// returned, so that the guard can tell errors the middleware passed on from
-// errors it made.
-type passed struct {
+// guardChain is shared by the guards of one chain. A traversal of the
+// chain carries one guardFrame in its context (one context value and one
+// allocation per request, not one per middleware), where each guard, by
+// its index, records the errors its next returned, so that it can tell
+// errors the middleware passed on from errors it made.
+type guardChain struct{ n int }
+
+// newGuard returns the index of a new guard of the chain.
+func (c *guardChain) newGuard() int { c.n++; return c.n - 1 }
+
+// guardFrame is one traversal's record. busy has bit i set while guard i
+// is in a call that uses this frame; a guard that finds its bit set (a
+// middleware calling next concurrently, or the chain entered again from
+// inside itself) starts a frame of its own, so every call has its own
+// record as before. Guards past the 64th always do.
+type guardFrame struct {
 	mu   sync.Mutex
-	errs []error
+	busy uint64
+	errs []guardErr
 }
 
-func (p *passed) add(err error) {
-	p.mu.Lock()
-	p.errs = append(p.errs, err)
-	p.mu.Unlock()
+type guardErr struct {
+	guard int
+	err   error
 }
 
-func (p *passed) has(err error) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, e := range p.errs {
-		if errors.Is(err, e) {
+// enterGuard returns the frame guard i of ch records into, and the context
+// that carries it to the guards below.
+func enterGuard(ctx context.Context, ch *guardChain, i int) (context.Context, *guardFrame) {
+	if f, ok := ctx.Value(ch).(*guardFrame); ok && f.enter(i) {
+		return ctx, f
+	}
+	f := &guardFrame{}
+	f.enter(i)
+	return context.WithValue(ctx, ch, f), f
+}
+
+// enter claims bit i, forgetting what an earlier call of guard i left.
+func (f *guardFrame) enter(i int) bool {
+	if i >= 64 {
+		return false // never shared
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.busy&(1<<i) != 0 {
+		return false
+	}
+	f.busy |= 1 << i
+	f.forget(i)
+	return true
+}
+
+// leave releases bit i.
+func (f *guardFrame) leave(i int) {
+	if i >= 64 {
+		return
+	}
+	f.mu.Lock()
+	f.busy &^= 1 << i
+	f.forget(i)
+	f.mu.Unlock()
+}
+
+func (f *guardFrame) forget(i int) {
+	if len(f.errs) > 0 {
+		f.errs = slices.DeleteFunc(f.errs, func(e guardErr) bool { return e.guard == i })
+	}
+}
+
+// add records err, returned to guard i's middleware by its next.
+func (f *guardFrame) add(i int, err error) {
+	f.mu.Lock()
+	f.errs = append(f.errs, guardErr{i, err})
+	f.mu.Unlock()
+}
+
+// has reports whether err is, or wraps, one that guard i's next returned.
+func (f *guardFrame) has(i int, err error) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range f.errs {
+		if e.guard == i && errors.Is(err, e.err) {
 			return true
 		}
 	}
@@ -96,38 +160,37 @@ func intentional(err error) bool {
 	return errors.As(err, &d) || errors.As(err, &r)
 }
 
-type guardKey struct{ _ byte }
-
 // guardFetcher wraps downloader middleware m (named name) around next so
 // that a panic, or an error the middleware made itself, becomes an error
 // naming it and the request, and one bad middleware does not kill the
-// crawl.
-func guardFetcher(name string, m Downloader, next Fetcher, c *spider.Crawler) Fetcher {
-	key := &guardKey{}
+// crawl. ch is the chain's shared guard state.
+func guardFetcher(name string, m Downloader, next Fetcher, c *spider.Crawler, ch *guardChain) Fetcher {
+	i := ch.newGuard()
 	inner := FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 		res, err := next.Fetch(ctx, req)
 		if err != nil {
-			if p, ok := ctx.Value(key).(*passed); ok {
-				p.add(err)
+			if f, ok := ctx.Value(ch).(*guardFrame); ok {
+				f.add(i, err)
 			}
 		}
 		return res, err
 	})
 	f := m.WrapFetcher(inner)
 	return FetcherFunc(func(ctx context.Context, req *spider.Request) (res *spider.Response, err error) {
-		p := &passed{}
+		ctx, fr := enterGuard(ctx, ch, i)
+		defer fr.leave(i)
 		defer func() {
 			if v := recover(); v != nil {
 				res, err = nil, &PanicError{Middleware: name, Request: req, Value: v, Stack: debug.Stack()}
 				count(c, "middleware/panic_count/"+name)
 			}
 		}()
-		res, err = f.Fetch(context.WithValue(ctx, key, p), req)
+		res, err = f.Fetch(ctx, req)
 		switch {
 		case err == nil && res == nil:
 			count(c, "middleware/error_count/"+name)
 			return nil, &MiddlewareError{Middleware: name, Request: req, Err: ErrNoResponse}
-		case err != nil && !p.has(err) && !intentional(err):
+		case err != nil && !fr.has(i, err) && !intentional(err):
 			count(c, "middleware/error_count/"+name)
 			return nil, &MiddlewareError{Middleware: name, Request: req, Err: err}
 		}
@@ -136,28 +199,29 @@ func guardFetcher(name string, m Downloader, next Fetcher, c *spider.Crawler) Fe
 }
 
 // guardHandler is guardFetcher for spider middlewares.
-func guardHandler(name string, m Spider, next Handler, c *spider.Crawler) Handler {
-	key := &guardKey{}
+func guardHandler(name string, m Spider, next Handler, c *spider.Crawler, ch *guardChain) Handler {
+	i := ch.newGuard()
 	inner := HandlerFunc(func(ctx context.Context, res *spider.Response, out spider.Output) error {
 		err := next.Handle(ctx, res, out)
 		if err != nil {
-			if p, ok := ctx.Value(key).(*passed); ok {
-				p.add(err)
+			if f, ok := ctx.Value(ch).(*guardFrame); ok {
+				f.add(i, err)
 			}
 		}
 		return err
 	})
 	h := m.WrapHandler(inner)
 	return HandlerFunc(func(ctx context.Context, res *spider.Response, out spider.Output) (err error) {
-		p := &passed{}
+		ctx, fr := enterGuard(ctx, ch, i)
+		defer fr.leave(i)
 		defer func() {
 			if v := recover(); v != nil {
 				err = &PanicError{Middleware: name, Request: res.Request, Value: v, Stack: debug.Stack()}
 				count(c, "middleware/panic_count/"+name)
 			}
 		}()
-		err = h.Handle(context.WithValue(ctx, key, p), res, out)
-		if err != nil && !p.has(err) && !intentional(err) {
+		err = h.Handle(ctx, res, out)
+		if err != nil && !fr.has(i, err) && !intentional(err) {
 			count(c, "middleware/error_count/"+name)
 			return &MiddlewareError{Middleware: name, Request: res.Request, Err: err}
 		}
