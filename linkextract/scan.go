@@ -3,6 +3,7 @@ package linkextract
 import (
 	"bytes"
 	"net/url"
+	"unsafe"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -55,7 +56,8 @@ func ScanDocument(body []byte, pageURL *url.URL) *Document {
 				anchor.AppendChild(&html.Node{Type: html.TextNode, Data: string(z.Text())})
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
-			name, hasAttr := z.TagName()
+			var nb [maxTagName]byte
+			name := tagName(z, &nb)
 			a := atom.Lookup(name)
 			if a == atom.Title && !d.titleSeen {
 				d.titleSeen, inTitle = true, tt == html.StartTagToken
@@ -63,7 +65,8 @@ func ScanDocument(body []byte, pageURL *url.URL) *Document {
 			if a == atom.A {
 				anchor = nil // an <a> closes the one still open, as the tree parser does
 			}
-			if !hasAttr {
+			k, v, more := z.TagAttr()
+			if k == nil { // no attributes (the tokenizer keeps no empty name)
 				continue
 			}
 			n := &html.Node{Type: html.ElementNode, DataAtom: a}
@@ -72,10 +75,12 @@ func ScanDocument(body []byte, pageURL *url.URL) *Document {
 			} else {
 				n.Data = string(name)
 			}
-			for more := true; more; {
-				var k, v []byte
+			for {
+				n.Attr = append(n.Attr, html.Attribute{Key: atom.String(k), Val: ownedString(v)})
+				if !more {
+					break
+				}
 				k, v, more = z.TagAttr()
-				n.Attr = append(n.Attr, html.Attribute{Key: atom.String(k), Val: string(v)})
 			}
 			i := int32(len(d.elems))
 			d.elems = append(d.elems, elem{n: n, end: i + 1, off: attrs})
@@ -85,8 +90,8 @@ func ScanDocument(body []byte, pageURL *url.URL) *Document {
 				anchor = n
 			}
 		case html.EndTagToken:
-			name, _ := z.TagName()
-			switch atom.Lookup(name) {
+			var nb [maxTagName]byte
+			switch atom.Lookup(tagName(z, &nb)) {
 			case atom.Title:
 				inTitle = false
 			case atom.A:
@@ -94,6 +99,56 @@ func ScanDocument(body []byte, pageURL *url.URL) *Document {
 			}
 		}
 	}
+}
+
+// maxTagName is the longest tag name tagName reads into its buffer; the
+// longest name with an atom ("blockquote", "figcaption", "foreignobject")
+// is shorter.
+const maxTagName = 24
+
+// tagName returns the lower-cased name of the current tag token, as
+// Tokenizer.TagName does, read from the token's raw bytes into buf:
+// TagName copies the name (bytes.ReplaceAll) on every tag. A name too long
+// for buf or holding a NUL byte (which TagName replaces) is left to
+// TagName. The result is valid until the next call to z.Next.
+func tagName(z *html.Tokenizer, buf *[maxTagName]byte) []byte {
+	raw := z.Raw()
+	i := 1 // after '<'
+	if i < len(raw) && raw[i] == '/' {
+		i++
+	}
+	n := 0
+	for ; i < len(raw); i++ {
+		c := raw[i]
+		switch c {
+		case ' ', '\n', '\r', '\t', '\f', '/', '>':
+			return buf[:n]
+		case 0:
+			name, _ := z.TagName()
+			return name
+		}
+		if n == len(buf) {
+			name, _ := z.TagName()
+			return name
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	return buf[:n]
+}
+
+// ownedString returns b as a string without copying it. b must be a slice
+// nobody else holds or changes: what Tokenizer.TagAttr returns is a copy
+// made for the caller (TestTagAttrReturnsACopy checks it against the
+// tokenizer's buffer, in case a new x/net/html hands out its own bytes).
+func ownedString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // treeDoc returns the Document of the parsed body of a scanned d, built on

@@ -1,10 +1,12 @@
 package linkextract
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/net/html"
 )
@@ -116,4 +118,83 @@ func FuzzScanDocument(f *testing.F) {
 			}
 		}
 	})
+}
+
+// tagNameCases are tag tokens for tagName: cases, NUL bytes, names longer
+// than its buffer, every way a name can end.
+var tagNameCases = []string{
+	`<A HREF=x>`, `<a/>`, `<a	href=x>`, "<a\nhref=x>", "<a\fhref>", `<DiV>`, `</DiV >`, `</a>`,
+	"<a\x00b href=x></a\x00b>", `<` + strings.Repeat("Long", 20) + ` x=1></` + strings.Repeat("lonG", 20) + `>`,
+	`<blockquote cite=x>`, `<foreignObject x=1>`, `<x-custom-element data-x=1>`, `<é x=1>`, `<a`, `<br/>`,
+}
+
+// FuzzTagName checks tagName against Tokenizer.TagName on every tag token.
+func FuzzTagName(f *testing.F) {
+	for _, p := range append(slices.Clone(scanPages), tagNameCases...) {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		// Two tokenizers in step: TagName consumes the name.
+		z, ref := html.NewTokenizer(strings.NewReader(body)), html.NewTokenizer(strings.NewReader(body))
+		for {
+			tt := z.Next()
+			ref.Next()
+			if tt == html.ErrorToken {
+				return
+			}
+			if tt != html.StartTagToken && tt != html.EndTagToken && tt != html.SelfClosingTagToken {
+				continue
+			}
+			raw := string(z.Raw())
+			var buf [maxTagName]byte
+			got := string(tagName(z, &buf))
+			want, _ := ref.TagName()
+			if got != string(want) {
+				t.Fatalf("tag %q: tagName %q, TagName %q", raw, got, want)
+			}
+		}
+	})
+}
+
+// ScanDocument keeps the attribute values TagAttr returns without copying
+// them (ownedString): that is right only while TagAttr returns a copy, not
+// a window on the tokenizer's buffer. A new x/net/html that changes this
+// fails here.
+func TestTagAttrReturnsACopy(t *testing.T) {
+	z := html.NewTokenizer(strings.NewReader(`<a href="/plain" class=c title='a &amp; b'>t</a>`))
+	if z.Next() != html.StartTagToken {
+		t.Fatal("no start tag")
+	}
+	raw := z.Raw()
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	hi := lo + uintptr(cap(raw))
+	for more := true; more; {
+		var k, v []byte
+		k, v, more = z.TagAttr()
+		if len(v) == 0 {
+			t.Fatalf("attribute %q: empty value", k)
+		}
+		if p := uintptr(unsafe.Pointer(unsafe.SliceData(v))); lo <= p && p < hi {
+			t.Fatalf("TagAttr's value of %q points into the tokenizer's buffer: ownedString must copy", k)
+		}
+	}
+}
+
+// Attribute values of a scanned page survive the tokenizer moving on.
+func TestScanDocumentAttributeValuesStay(t *testing.T) {
+	var b strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&b, `<a href="/p/%d" title="t%d">x</a>`, i, i)
+	}
+	u, _ := url.Parse("https://example.com/")
+	d := ScanDocument([]byte(b.String()), u)
+	links := MustNew(Options{}).Links(d)
+	if len(links) != 2000 {
+		t.Fatalf("%d links, want 2000", len(links))
+	}
+	for i, l := range links {
+		if want := fmt.Sprintf("https://example.com/p/%d", i); l.URL != want {
+			t.Fatalf("link %d: %q, want %q", i, l.URL, want)
+		}
+	}
 }
