@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -78,12 +77,46 @@ type Response struct {
 // encoding determines (once) the body's character encoding.
 func (r *Response) encoding() (encoding.Encoding, string) {
 	r.encOnce.Do(func() {
-		r.enc, r.encName, _ = charset.DetermineEncoding(r.Body, r.Header.Get("Content-Type"))
+		ct := r.Header.Get("Content-Type")
+		if declaresUTF8(ct) && !bytes.HasPrefix(r.Body, bomUTF16BE) && !bytes.HasPrefix(r.Body, bomUTF16LE) {
+			// What DetermineEncoding answers for the most common header,
+			// without parsing it into a map (mime.ParseMediaType).
+			r.enc, r.encName = utf8Encoding, "utf-8"
+			return
+		}
+		r.enc, r.encName, _ = charset.DetermineEncoding(r.Body, ct)
 	})
 	return r.enc, r.encName
 }
 
 var utf8BOM = []byte("\xef\xbb\xbf")
+
+// The byte-order marks that make DetermineEncoding overrule a header.
+var (
+	bomUTF16BE = []byte("\xfe\xff")
+	bomUTF16LE = []byte("\xff\xfe")
+)
+
+var utf8Encoding, _ = charset.Lookup("utf-8")
+
+// declaresUTF8 reports whether ct is exactly an HTML media type with the
+// parameter charset=utf-8 (any case, optional quotes), the header most
+// servers send.
+func declaresUTF8(ct string) bool {
+	mt, param, ok := strings.Cut(ct, ";")
+	if !ok || !strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+		return false
+	}
+	name, val, ok := strings.Cut(strings.TrimSpace(param), "=")
+	if !ok || !strings.EqualFold(name, "charset") {
+		return false
+	}
+	val = strings.TrimSpace(val)
+	if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
+		val = val[1 : len(val)-1]
+	}
+	return strings.EqualFold(val, "utf-8")
+}
 
 // ContentType returns the media type of the response without parameters,
 // lower-cased ("text/html"); when the server sent none, it is sniffed.
@@ -92,11 +125,10 @@ func (r *Response) ContentType() string {
 	if ct == "" {
 		ct = http.DetectContentType(r.Body)
 	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return strings.ToLower(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))
-	}
-	return mt
+	// What mime.ParseMediaType returns as the media type, valid or not,
+	// without parsing the parameters into a map.
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
 }
 
 // IsHTML reports whether the body is HTML or XML (XHTML, RSS, sitemaps).

@@ -55,24 +55,35 @@ func (r RateLimit) Rate() float64 {
 // maxHeaderSeconds bounds the delta-seconds values accepted (about 31 years).
 const maxHeaderSeconds = 1e9
 
+// The RateLimit header names in their canonical form (as net/http stores
+// them): http.Header.Get and Values allocate to canonicalize any other
+// spelling, on every response.
+const (
+	hdrRateLimit          = "Ratelimit"
+	hdrRateLimitPolicy    = "Ratelimit-Policy"
+	hdrRateLimitRemaining = "Ratelimit-Remaining"
+	hdrRateLimitReset     = "Ratelimit-Reset"
+	hdrRateLimitLimit     = "Ratelimit-Limit"
+)
+
 // ParseRateLimit reads the RateLimit headers of h (see RateLimit). It
 // returns false when none holds anything usable.
 func ParseRateLimit(h http.Header) (RateLimit, bool) {
 	var rl RateLimit
 	ok := false
-	if v := h.Values("RateLimit"); len(v) > 0 {
+	if v := h.Values(hdrRateLimit); len(v) > 0 {
 		ok = parseStructuredRateLimit(v, &rl) || parseDictionaryRateLimit(v, &rl)
 	}
-	if v := h.Values("RateLimit-Policy"); len(v) > 0 {
+	if v := h.Values(hdrRateLimitPolicy); len(v) > 0 {
 		ok = parsePolicies(v, &rl) || ok
 	}
-	if n, good := ParseRateLimitReset(h.Get("RateLimit-Remaining")); good {
+	if n, good := ParseRateLimitReset(h.Get(hdrRateLimitRemaining)); good {
 		rl.Remaining, rl.HasRemaining, ok = n.Seconds(), true, true
 	}
-	if d, good := ParseRateLimitReset(h.Get("RateLimit-Reset")); good {
+	if d, good := ParseRateLimitReset(h.Get(hdrRateLimitReset)); good {
 		rl.Reset, ok = d, true
 	}
-	if v := h.Values("RateLimit-Limit"); len(v) > 0 {
+	if v := h.Values(hdrRateLimitLimit); len(v) > 0 {
 		ok = parseLimit(v, &rl) || ok
 	}
 	return rl, ok
