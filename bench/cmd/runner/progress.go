@@ -48,6 +48,7 @@ func newProgress(every int64) *progress { return &progress{every: every, start: 
 func (p *progress) add(d int64) {
 	n := p.n.Add(d)
 	if p.heapAt > 0 && n >= p.heapAt && n-d < p.heapAt {
+		runtime.GC() // the profile shows the heap as of the last collection: make it now
 		if err := writeProfile("heap", p.heapFile); err != nil {
 			fmt.Fprintln(os.Stderr, "runner: -heapprofile:", err)
 		}
