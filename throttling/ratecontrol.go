@@ -131,6 +131,9 @@ const (
 	// rcBurstWithin: a first refusal this soon after the scope's start
 	// measures the server's burst.
 	rcBurstWithin = 2 * time.Second
+	// rcMinDrain bounds the error of a model estimate whose drain was
+	// shorter (a refusal at once).
+	rcMinDrain = 50 * time.Millisecond
 
 	// rcRelease: once the rate is this many times above both the
 	// estimate and what the scope actually sends, the limit is gone (or
@@ -358,9 +361,10 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 			p.rcGrowing = rcGrowUnsure
 		}
 	case estErr > rcSure*p.rcEst && (estErr > rcGuess*p.rcEst || p.rcStretch() <= 1):
-		// Grow by a quarter of the relative error per step: the limit is
-		// probably within two errors of the estimate.
-		p.rcGrowing = 1 + min(rcGrowUnsure-1, estErr/p.rcEst/4)
+		// Grow by half the relative error per step: the limit is
+		// probably within two errors of the estimate, reached in four
+		// steps.
+		p.rcGrowing = 1 + min(rcGrowUnsure-1, estErr/p.rcEst/2)
 	}
 	p.rcSamples = append(p.rcSamples[:0], RateMark{At: p.rcEpoch, OK: accepted(g), Sent: g.Sends, Rate: p.rcRate})
 	p.debug("rate_decrease").Float64("estimate", p.rcEst).Float64("rate", p.rcRate).Bool("soft", soft).

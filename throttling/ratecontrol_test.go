@@ -357,3 +357,53 @@ func TestLatencyControlKeepsAHealthyServersConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// The token-bucket model's error counts only the drain: a cycle whose
+// sends stayed below the limit for three steps (the bucket full: the sends
+// say only that the limit is above them) and drained the bucket in the
+// last 0.2 s measured the limit to about one request over 0.2 s, not over
+// the whole cycle. Claiming 1/span made the first estimate after a growth
+// by doubling (about 40 at R = 50) look precise, and the probe then took
+// 30 s to climb the last 20 % (R = 50 settled at 85 %).
+func TestRateModelErrorCountsTheDrain(t *testing.T) {
+	m := rcManager(t, "h")
+	p := m.policy
+	p.rcOn, p.rcBurst, p.rcEst = true, 5, 9
+	p.rcMarks = []RateMark{{At: t0, OK: 5, Pause: time.Second}}
+	start := t0.Add(time.Second)
+	// Steps of 1 s at 9, 18 and 35 requests/s (below the limit of 50),
+	// then 0.2 s at 70/s: 14 accepted before the refusal.
+	sent := int64(8)
+	var samples []RateMark
+	for i, n := range []int64{9, 18, 35, 14} {
+		samples = append(samples, RateMark{At: start.Add(time.Duration(i) * time.Second), OK: sent - 3, Sent: sent})
+		sent += n
+	}
+	p.rcSamples = samples
+	now := start.Add(3*time.Second + 200*time.Millisecond)
+	g := GateState{Sends: sent, Refused: 3}
+	r, u, ok := p.rcModelEstimate(now, g)
+	if !ok {
+		t.Fatal("the model found no estimate")
+	}
+	if r < 40 || r > 50 {
+		t.Errorf("estimate %.1f, want between 40 and 50 (the drain: 5 tokens + 0.2 s of refill = 14)", r)
+	}
+	if want := 1 / 0.2; math.Abs(u-want) > 0.01 {
+		t.Errorf("error %.3f, want %.3f (one request over the 0.2 s drain; the cycle was 3.2 s)", u, want)
+	}
+
+	// A cycle that drained from its start (a rate above the limit all
+	// along, after a pause too short to refill the bucket) measures over
+	// the whole cycle.
+	p.rcMarks = []RateMark{{At: t0, OK: 5}}
+	p.rcSamples = []RateMark{{At: t0, OK: 5, Sent: 8}}
+	now = t0.Add(2 * time.Second)
+	_, u, ok = p.rcModelEstimate(now, GateState{Sends: 8 + 24, Refused: 3})
+	if !ok {
+		t.Fatal("the model found no estimate")
+	}
+	if math.Abs(u-0.5) > 0.01 {
+		t.Errorf("error %.3f, want 0.5 (one request over the 2 s drain)", u)
+	}
+}
