@@ -407,3 +407,38 @@ func TestRateModelErrorCountsTheDrain(t *testing.T) {
 		t.Errorf("error %.3f, want 0.5 (one request over the 2 s drain)", u)
 	}
 }
+
+// From a first guess (the first burst's refusal event) the rate doubles
+// every half second, not every second: every step below the limit is lost
+// throughput. Once a second event measures the limit, the rate moves in
+// whole-second steps again.
+func TestRateFirstGuessDoublesEveryHalfSecond(t *testing.T) {
+	m := rcManager(t, "h")
+	for range 8 {
+		m.RecordSent(t0, 0)
+	}
+	at := t0.Add(10 * time.Millisecond)
+	for range 5 {
+		m.RecordOutcome(at, Outcome{Class: OutcomeOK, Latency: 10 * time.Millisecond, Signal: Signal{SentAt: t0, Latency: 10 * time.Millisecond}})
+	}
+	m.RecordOutcome(at, Outcome{Class: OutcomeRefused, Signal: Signal{Trigger: true, SentAt: t0, Delay: time.Second}})
+	p := m.policy
+	epoch := at.Add(time.Second)
+	if p.rcGrowing != rcGrow || !p.rcEpoch.Equal(epoch) {
+		t.Fatalf("after the first burst: growing %v from %v, want %v from %v", p.rcGrowing, p.rcEpoch, float64(rcGrow), epoch)
+	}
+	if got := p.Params(at).ValidUntil; !got.Equal(epoch.Add(500 * time.Millisecond)) {
+		t.Errorf("ValidUntil %v, want the epoch + 0.5 s (%v)", got, epoch.Add(500*time.Millisecond))
+	}
+	r0 := p.rcRate
+	for i, want := range []float64{r0, r0, 2 * r0, 4 * r0} {
+		now := epoch.Add(time.Duration(i-1) * 500 * time.Millisecond)
+		if i == 0 {
+			now = epoch.Add(-time.Millisecond)
+		}
+		p.Tick(now, m.gate.State)
+		if math.Abs(p.rcRate-want) > 1e-9*want {
+			t.Errorf("at epoch %+v: rate %.3f, want %.3f", now.Sub(epoch), p.rcRate, want)
+		}
+	}
+}
