@@ -60,8 +60,8 @@ type rateState struct {
 	rcBurst     float64    // the server's burst as seen at the first event (0 = unknown)
 	rcEstErr    float64    // the estimate's error (requests per second); 0 = unknown
 	rcLate      float64    // how much slower than the rate in force the scope sends (late wake-ups); 1 = on time
-	rcRemaining int        // RateLimit remaining: requests in flight allowed, while rcRemUntil
-	rcRemUntil  time.Time  //
+	rcSendLimit int64      // RateLimit remaining as a send budget: GateParams.SendLimit, until rcRemUntil
+	rcRemUntil  time.Time  // the server's reset of that remaining quota
 }
 
 // RateMark is a moment in the rate controller's memory: a refusal event
@@ -166,7 +166,7 @@ func (p *Policy) rcTick(now time.Time, g GateState) {
 		p.rcStart = now
 	}
 	if !p.rcRemUntil.IsZero() && !now.Before(p.rcRemUntil) {
-		p.rcRemaining, p.rcRemUntil = 0, time.Time{}
+		p.rcSendLimit, p.rcRemUntil = 0, time.Time{}
 	}
 	if !p.rcOn || now.Before(p.rcNext) {
 		return
@@ -398,18 +398,25 @@ func (p *Policy) rcRateLimit(now, sentAt time.Time, rl *RateLimit, g GateState) 
 	if until <= 0 {
 		until = time.Second
 	}
-	p.rcRemaining, p.rcRemUntil = int(rl.Remaining), now.Add(until)
+	// A reset in whole seconds overstates a token bucket's wait for its
+	// next token: with an estimate of the refill, the quota holds for one
+	// token's time (then the pace at the estimate takes over; a window
+	// server answers a request past its quota with its own Retry-After).
+	until = min(until, p.cfg.Backoff.MaxDelay)
+	if p.rcOn && p.rcEst > 0 && (p.rcCap > 0 || p.rcGrowing < rcGrow) { // measured or announced, not a first guess
+		until = min(until, time.Duration(float64(time.Second)/p.rcEst))
+	}
+	// What the server still accepts before its reset, less what is in
+	// flight (it may have been counted after this answer): a send budget
+	// that waits for the reset, not for a free slot. Requests in flight
+	// that end without reaching the server (OutcomeOther: rescheduled)
+	// give theirs back, since the gate counts Reached.
+	left := int64(math.Floor(max(rl.Remaining, 0))) - int64(g.Active)
+	p.rcSendLimit, p.rcRemUntil = g.Reached()+left, now.Add(until)
 	var pause time.Duration
 	if rl.Remaining < 1 && rl.Reset > 0 {
 		// Nothing left until the reset: hold the scope, as a Retry-After.
-		// A reset in whole seconds overstates a token bucket's wait for
-		// its next token: with an estimate of the refill, hold for one
-		// token's time instead (a window server then answers the next
-		// request with its own Retry-After).
-		pause = min(rl.Reset, p.cfg.Backoff.MaxDelay)
-		if p.rcOn && p.rcEst > 0 {
-			pause = min(pause, time.Duration(float64(time.Second)/p.rcEst))
-		}
+		pause = until
 		if u := now.Add(pause); u.After(p.blockedUntil) {
 			p.blockedUntil = u
 		}
@@ -443,22 +450,6 @@ func (p *Policy) rcInterval() time.Duration {
 		return 0
 	}
 	return time.Duration(float64(time.Second) / (p.rcRate * max(p.rcLate, 1)))
-}
-
-// rcConcurrency applies the controller's cap to the concurrency limit c:
-// no more in flight than the server says are left.
-func (p *Policy) rcConcurrency(c int) int {
-	if !p.rcEnabled() {
-		return c
-	}
-	limit := 0
-	if !p.rcRemUntil.IsZero() {
-		limit = max(1, p.rcRemaining)
-	}
-	if limit > 0 && (c == 0 || limit < c) {
-		return limit
-	}
-	return c
 }
 
 // rcValidUntil is the controller's next time-based change (zero: none).

@@ -213,7 +213,8 @@ func TestRateControlBurstIsOneEvent(t *testing.T) {
 }
 
 // RateLimit headers pace before any refusal: a quota policy caps the rate,
-// remaining caps the requests in flight, remaining 0 holds until the reset.
+// remaining is a send budget until the reset (answers do not give it
+// back), remaining 0 holds until the reset.
 func TestRateControlRateLimitHeaders(t *testing.T) {
 	m := rcManager(t, "example.com")
 	m.RecordSent(t0, 0)
@@ -224,8 +225,11 @@ func TestRateControlRateLimitHeaders(t *testing.T) {
 	if want := time.Duration(float64(time.Second) / (share * 10)); !approx(p.Delay, want) {
 		t.Errorf("delay %v under a 10/s policy, want %v", p.Delay, want)
 	}
-	if p.Concurrency != 3 {
-		t.Errorf("concurrency %d with 3 remaining, want 3", p.Concurrency)
+	// The budget holds until the reset, or one token's time at the
+	// announced 10/s (then the pace takes over).
+	if p.Concurrency != 8 || p.SendLimit != 1+3 || !p.SendLimitUntil.Equal(t0.Add(100*time.Millisecond)) {
+		t.Errorf("concurrency %d, send limit %d until %v with 3 remaining after 1 send, want 8, 4 until %v",
+			p.Concurrency, p.SendLimit, p.SendLimitUntil, t0.Add(100*time.Millisecond))
 	}
 	// Remaining 0 with the rate known (10/s): hold for about one token's
 	// time, not the reset's whole seconds.
@@ -440,5 +444,53 @@ func TestRateFirstGuessDoublesEveryHalfSecond(t *testing.T) {
 		if math.Abs(p.rcRate-want) > 1e-9*want {
 			t.Errorf("at epoch %+v: rate %.3f, want %.3f", now.Sub(epoch), p.rcRate, want)
 		}
+	}
+}
+
+// RateLimit "remaining" is a budget of sends until the server's reset, not
+// a cap on requests in flight: with 3 left, 3 requests go, and when they
+// are answered (slots free) nothing more goes until the reset. Requests in
+// flight when the answer came count against it; those that end without
+// reaching the server (rescheduled: OutcomeOther) give theirs back.
+func TestRateLimitRemainingIsASendBudget(t *testing.T) {
+	m := rcManager(t, "example.com", "DOWNLOAD_DELAY", 0, "RANDOMIZE_DOWNLOAD_DELAY", false)
+	m.RecordSent(t0, 0)
+	// 2 more admitted before the first answer (held, say, by robots.txt).
+	m.RecordSent(t0, 0)
+	m.RecordSent(t0, 0)
+	at := t0.Add(10 * time.Millisecond)
+	rl := &RateLimit{Remaining: 4, HasRemaining: true, Reset: 2 * time.Second}
+	m.RecordOutcome(at, Outcome{Class: OutcomeOK, Signal: Signal{SentAt: t0, RateLimit: rl}})
+	// 4 left, 2 in flight: 2 more sends.
+	for i := range 2 {
+		if w := m.CanSend(at, 0); w != 0 {
+			t.Fatalf("send %d of the 2 the budget allows: wait %v", i+1, w)
+		}
+		m.RecordSent(at, 0)
+	}
+	if w := m.CanSend(at, 0); !approx(w, 2*time.Second) {
+		t.Fatalf("budget used up: wait %v, want until the reset (2s)", w)
+	}
+	// The two held requests end without reaching the server: 2 back.
+	for range 2 {
+		m.RecordOutcome(at, Outcome{Class: OutcomeOther})
+	}
+	for i := range 2 {
+		if w := m.CanSend(at, 0); w != 0 {
+			t.Fatalf("send %d of the 2 given back: wait %v", i+1, w)
+		}
+		m.RecordSent(at, 0)
+	}
+	// Every request answered: free slots, but the budget holds until the
+	// reset.
+	later := at.Add(100 * time.Millisecond)
+	for range 4 {
+		m.RecordOutcome(later, Outcome{Class: OutcomeOK})
+	}
+	if w := m.CanSend(later, 0); !approx(w, at.Add(2*time.Second).Sub(later)) {
+		t.Errorf("all answered, budget used: wait %v, want until the reset (%v)", w, at.Add(2*time.Second).Sub(later))
+	}
+	if w := m.CanSend(at.Add(2*time.Second), 0); w != 0 {
+		t.Errorf("at the reset: wait %v, want 0", w)
 	}
 }
