@@ -19,14 +19,14 @@ import (
 func TestE2ERateControl(t *testing.T) {
 	rampup := []any{"THROTTLING_SCOPES", map[string]any{"strict": map[string]any{"rampup": true}}}
 	tests := []struct {
-		c            rateCase
-		minShare     float64 // ok/s over the whole crawl, as a share of the limit
-		steadyShare  float64 // ok/s after the first 10 s, as a share of the limit
-		maxRefused   float64 // refusals after the first burst, as a share of the requests
+		c           rateCase
+		minShare    float64 // ok/s over the whole crawl, as a share of the limit
+		steadyShare float64 // ok/s after the first 10 s, as a share of the limit
+		maxRefused  float64 // refusals after the first burst, as a share of the requests
 		// allRefused, when positive, bounds every refusal, the first
 		// burst's included: a server that announces its rate on its first
 		// answer (robots.txt's) gets no first burst.
-		allRefused float64
+		allRefused   float64
 		extra        func(t *testing.T, r rateResult)
 		noViolations bool
 	}{
