@@ -61,9 +61,9 @@ type GateParams struct {
 	// call, so ValidUntil is informational.
 	ValidUntil time.Time `json:"valid_until,omitzero"`
 	// ValidUntilOK is ValidUntil counted in answers rather than time: the
-	// parameters are stale once the gate's OK counter reaches it (the
-	// rate controller's slow start, which allows one more request in
-	// flight per round of accepted answers). Zero: no such change pending.
+	// parameters are stale once the gate's OK counter reaches it, for a
+	// rule that changes them with answers (no built-in rule does since the
+	// rate controller has no slow start). Zero: no such change pending.
 	// A distributed gate refreshes its parameters then, as for ValidUntil;
 	// in memory it is informational too.
 	ValidUntilOK int64 `json:"valid_until_ok,omitempty"`
