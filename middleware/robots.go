@@ -90,7 +90,15 @@ type RobotsDelaySetter interface {
 //     Crawl-delay, is rescheduled once (a *RescheduleError, stats
 //     robotstxt/rescheduled_for_crawl_delay) instead of sent, so the
 //     Crawl-delay holds from the very first requests rather than after a
-//     burst of them.
+//     burst of them. The same holds when the robots.txt answer (any
+//     status) announces a rate in RateLimit headers (a quota policy:
+//     RateLimit-Policy, or a RateLimit quota with its window) that the
+//     host's rate controller reads (stats
+//     robotstxt/rescheduled_for_ratelimit): a server that announces its
+//     quota on its first answer is paced from it, and the requests that
+//     waited for robots.txt do not go out together into a quota of fewer.
+//     A remaining count without a rate does not reschedule them: it says
+//     how much is left now, not how fast it comes back.
 //   - Parsed files are kept for 24 hours (RFC 9309 asks not to use a cached
 //     copy longer) in an LRU cache of ROBOTSTXT_CACHE_SIZE origins.
 type RobotsTxt struct {
@@ -100,6 +108,7 @@ type RobotsTxt struct {
 	giveUp    time.Duration // ROBOTSTXT_UNREACHABLE_TIMEOUT
 	size      int
 	delays    RobotsDelaySetter
+	rl        RateLimitReader
 	now       func() time.Time
 	fetchFunc func(ctx context.Context, req *spider.Request) (*spider.Response, error)
 
@@ -114,7 +123,8 @@ type robotsEntry struct {
 	data    *robotstxt.RobotsData
 	unreach bool
 	delayed bool      // a Crawl-delay was applied to the host's scope
-	readyAt time.Time // when the Crawl-delay was applied (crawl clock)
+	paced   bool      // the answer carried RateLimit headers the host's scope reads
+	readyAt time.Time // when the Crawl-delay or the RateLimit headers were applied (crawl clock)
 	expires time.Time
 	// While robots.txt is unreachable: when it first failed, how many
 	// fetches failed in a row, and whether the origin's requests are
@@ -137,6 +147,12 @@ func robotsAdmittedBefore(ctx context.Context, t time.Time) bool {
 	return ok && !at.After(t)
 }
 
+// RateLimitReader is what RobotsTxt asks the throttler about RateLimit
+// headers on a robots.txt answer; *throttling.Throttler implements it.
+type RateLimitReader interface {
+	ReadsRateLimit(scope string) bool
+}
+
 // NewRobotsTxt builds the middleware for a crawl. The crawler's Throttler receives
 // Crawl-delays when it implements RobotsDelaySetter.
 func NewRobotsTxt(c *spider.Crawler) (*RobotsTxt, error) {
@@ -149,6 +165,9 @@ func NewRobotsTxt(c *spider.Crawler) (*RobotsTxt, error) {
 		now:  time.Now, fetchFunc: c.Download, entries: map[string]*list.Element{}, order: list.New()}
 	if d, ok := c.Throttler.(RobotsDelaySetter); ok {
 		m.delays = d
+	}
+	if r, ok := c.Throttler.(RateLimitReader); ok {
+		m.rl = r
 	}
 	if c, ok := c.Throttler.(interface{ Now() time.Time }); ok {
 		m.now = c.Now // the crawl's clock, the time base of admissions
@@ -216,13 +235,20 @@ func (m *RobotsTxt) Check(ctx context.Context, req *spider.Request) error {
 		m.stat("robotstxt/forbidden")
 		return &DropError{Reason: DropReasonRobotsTxt, Err: ErrRobotsTxtDisallowed}
 	}
-	if e.delayed && (waited || robotsAdmittedBefore(ctx, e.readyAt)) {
-		// Admitted before the origin's Crawl-delay was known: send it again
-		// through the scheduler so the delay holds from the first request.
-		m.stat("robotstxt/rescheduled_for_crawl_delay")
+	if e.delayed && (waited || robotsAdmittedBefore(ctx, e.readyAt)) || e.paced && waited {
+		// Admitted before the origin's Crawl-delay (or quota) was known:
+		// send it again through the scheduler so the delay holds from the
+		// first request. For RateLimit headers only the requests that
+		// waited for the fetch: with no delay to wait, one sent again is
+		// admitted at the very instant the headers were applied.
+		reason := "robots.txt_crawl_delay"
+		if !e.delayed {
+			reason = "robots.txt_ratelimit"
+		}
+		m.stat("robotstxt/rescheduled_for_" + strings.TrimPrefix(reason, "robots.txt_"))
 		again := req.Clone()
 		again.DontFilter = true
-		return &RescheduleError{Requests: []*spider.Request{again}, Reason: "robots.txt_crawl_delay"}
+		return &RescheduleError{Requests: []*spider.Request{again}, Reason: reason}
 	}
 	return nil
 }
@@ -342,6 +368,14 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 		return
 	}
 	m.stat(fmt.Sprintf("robotstxt/response_status_count/%d", res.Status))
+	if m.rl != nil && m.rl.ReadsRateLimit(from.Host()) {
+		// Only an announced rate (a quota policy) paces from one answer;
+		// a remaining count alone says how much is left now, not how fast
+		// it comes back.
+		if rl, ok := throttling.ParseRateLimit(res.Header); ok && rl.Rate() > 0 {
+			e.paced, e.readyAt = true, m.now()
+		}
+	}
 	switch {
 	case res.Status >= 500 || res.Status == 429:
 		m.unreachable(e, now, log.Warn().Int("status", res.Status))

@@ -382,3 +382,66 @@ func TestRobotsParseLimit(t *testing.T) {
 		}
 	}
 }
+
+// robotsRateLimit is a throttler whose scopes read RateLimit headers (or
+// not).
+type robotsRateLimit struct {
+	robotsDelays
+	reads bool
+}
+
+func (r *robotsRateLimit) ReadsRateLimit(string) bool { return r.reads }
+
+// A robots.txt answer that announces a rate in RateLimit headers paces the
+// host from it: the requests that waited for robots.txt are rescheduled
+// (sent again through the throttler), not sent together into the quota.
+// A remaining count alone does not (it says nothing of the rate), nor do
+// headers the host's scope does not read.
+func TestRobotsRateLimitReschedules(t *testing.T) {
+	tests := []struct {
+		name    string
+		headers map[string]string
+		reads   bool
+		want    bool
+	}{
+		{"policy", map[string]string{"RateLimit-Policy": `"default";q=10;w=1`, "RateLimit": `"default";r=4;t=1`}, true, true},
+		{"remaining only", map[string]string{"RateLimit-Limit": "5", "RateLimit-Remaining": "4", "RateLimit-Reset": "1"}, true, false},
+		{"not read by the scope", map[string]string{"RateLimit-Policy": `"default";q=10;w=1`}, false, false},
+		{"no headers", nil, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				for k, v := range tt.headers {
+					w.Header().Set(k, v)
+				}
+				if r.URL.Path == "/robots.txt" {
+					w.WriteHeader(http.StatusNotFound)
+					return
+				}
+				io.WriteString(w, "page")
+			}))
+			defer srv.Close()
+			d := &robotsRateLimit{robotsDelays: robotsDelays{got: map[string]time.Duration{}}, reads: tt.reads}
+			st := stats.New()
+			m, err := NewRobotsTxt(&spider.Crawler{Settings: settings.New(), Stats: st, Throttler: d, Download: robotsDownload})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = robotsCheck(m, srv.URL+"/a")
+			var resched *RescheduleError
+			if got := errors.As(err, &resched); got != tt.want {
+				t.Fatalf("first request (waited for robots.txt): %v, want a reschedule %v", err, tt.want)
+			}
+			if tt.want && (resched.Reason != "robots.txt_ratelimit" || st.Get("robotstxt/rescheduled_for_ratelimit") != 1) {
+				t.Errorf("reschedule reason %q, stat %v; want robots.txt_ratelimit, 1", resched.Reason, st.Get("robotstxt/rescheduled_for_ratelimit"))
+			}
+			// The request sent again (admitted after robots.txt was known,
+			// even at the same instant) goes.
+			admitted := throttling.WithSentAt(context.Background(), time.Now())
+			if err := m.Check(admitted, spider.MustRequest(srv.URL+"/a", nil)); err != nil {
+				t.Errorf("the request sent again: %v, want it sent", err)
+			}
+		})
+	}
+}

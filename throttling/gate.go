@@ -43,6 +43,15 @@ type GateParams struct {
 	Quota float64 `json:"quota,omitempty"`
 	// Window is the length of a quota window.
 	Window time.Duration `json:"window,omitempty"`
+	// SendLimit and SendLimitUntil are a send budget, the RateLimit
+	// "remaining" quota of the server's current window: until
+	// SendLimitUntil (the window's reset), nothing is sent once the gate's
+	// Sends − Other (requests that reached the server, or may have) has
+	// reached SendLimit. It waits for the reset, not for a free slot: a
+	// request answered does not give back the quota it used. Zero
+	// SendLimitUntil: no budget.
+	SendLimit      int64     `json:"send_limit,omitempty"`
+	SendLimitUntil time.Time `json:"send_limit_until,omitzero"`
 	// ValidUntil is the earliest time at which the Policy's time-based
 	// state would change these parameters (the next recovery step, rampup
 	// or controller window, pace recovery). Zero means they hold until
@@ -52,9 +61,9 @@ type GateParams struct {
 	// call, so ValidUntil is informational.
 	ValidUntil time.Time `json:"valid_until,omitzero"`
 	// ValidUntilOK is ValidUntil counted in answers rather than time: the
-	// parameters are stale once the gate's OK counter reaches it (the
-	// rate controller's slow start, which allows one more request in
-	// flight per round of accepted answers). Zero: no such change pending.
+	// parameters are stale once the gate's OK counter reaches it, for a
+	// rule that changes them with answers (no built-in rule does since the
+	// rate controller has no slow start). Zero: no such change pending.
 	// A distributed gate refreshes its parameters then, as for ValidUntil;
 	// in memory it is informational too.
 	ValidUntilOK int64 `json:"valid_until_ok,omitempty"`
@@ -139,8 +148,9 @@ type Gate struct {
 
 // CanSend reports how long a request consuming amount of the quota must
 // wait at now: 0, a wait, or UntilSlotFree when every concurrency slot is
-// taken. The wait is the latest of BlockedUntil, LastSent + Delay*JitterF
-// and the end of a quota window the amount does not fit in.
+// taken. The wait is the latest of BlockedUntil, LastSent + Delay*JitterF,
+// the end of a quota window the amount does not fit in, and the end of a
+// send budget used up (SendLimitUntil).
 func (g *Gate) CanSend(now time.Time, amount float64) time.Duration {
 	if g.Params.Concurrency > 0 && g.State.Active >= g.Params.Concurrency {
 		return UntilSlotFree
@@ -158,8 +168,17 @@ func (g *Gate) CanSendWithoutSlot(now time.Time, amount float64) time.Duration {
 	if next := g.NextByDelay(); now.Before(next) {
 		w = max(w, next.Sub(now))
 	}
+	if now.Before(g.Params.SendLimitUntil) && g.State.Reached() >= g.Params.SendLimit {
+		w = max(w, g.Params.SendLimitUntil.Sub(now))
+	}
 	return max(w, g.quotaWait(now, amount))
 }
+
+// Reached counts the requests that reached the server or may have: every
+// send but those that ended without a download (OutcomeOther: not sent
+// after all, or a failure that says nothing of the server). The send
+// budget (GateParams.SendLimit) counts with it.
+func (s GateState) Reached() int64 { return s.Sends - s.Other }
 
 // NextByDelay is when the delay after the last send has elapsed (zero
 // before the first send).

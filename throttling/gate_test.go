@@ -33,6 +33,14 @@ func TestGateCanSend(t *testing.T) {
 			Gate{Params: GateParams{Quota: 10, Window: 60 * sec}, State: GateState{QuotaUsed: 10, WindowStart: t0.Add(-60 * sec)}}, 5, 0},
 		{"larger than the quota goes alone in an empty window",
 			Gate{Params: GateParams{Quota: 10, Window: 60 * sec}, State: GateState{WindowStart: t0}}, 50, 0},
+		{"send budget left",
+			Gate{Params: GateParams{SendLimit: 5, SendLimitUntil: t0.Add(2 * sec)}, State: GateState{Sends: 4}}, 0, 0},
+		{"send budget used up: wait for its end, slots free",
+			Gate{Params: GateParams{Concurrency: 8, SendLimit: 5, SendLimitUntil: t0.Add(2 * sec)}, State: GateState{Sends: 5}}, 0, 2 * sec},
+		{"send budget: requests that never reached the server give theirs back",
+			Gate{Params: GateParams{SendLimit: 5, SendLimitUntil: t0.Add(2 * sec)}, State: GateState{Sends: 7, Other: 3}}, 0, 0},
+		{"send budget over",
+			Gate{Params: GateParams{SendLimit: 5, SendLimitUntil: t0}, State: GateState{Sends: 9}}, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -186,8 +186,12 @@ func (p *Policy) Params(now time.Time) GateParams {
 	if p.notBefore.After(blocked) {
 		blocked = p.notBefore
 	}
-	return GateParams{Delay: p.Delay(), JitterLo: j[0], JitterHi: j[1], Concurrency: p.rcConcurrency(p.latConcurrency(p.conc)),
+	gp := GateParams{Delay: p.Delay(), JitterLo: j[0], JitterHi: j[1], Concurrency: p.latConcurrency(p.conc),
 		BlockedUntil: blocked, Quota: p.cfg.Quota, Window: p.cfg.Window, ValidUntil: p.validUntil(), ValidUntilOK: p.rcValidUntilOK()}
+	if p.rcEnabled() && !p.rcRemUntil.IsZero() {
+		gp.SendLimit, gp.SendLimitUntil = p.rcSendLimit, p.rcRemUntil
+	}
+	return gp
 }
 
 // validUntil is the earliest time a time-based rule changes the
@@ -268,7 +272,7 @@ type PolicyState struct {
 	// and estimate of the server's limit (requests per second), a rate
 	// the server announced, the probe curve's epoch and next step, the
 	// latest refusal event and the recent ones (RateMarks), the RateLimit
-	// "remaining" cap and its end, and whether the first answer was seen.
+	// "remaining" send budget (GateParams.SendLimit) and its end.
 	RateOn         bool       `json:"rate_on,omitempty"`
 	Rate           float64    `json:"rate,omitempty"`
 	RateBase       float64    `json:"rate_base,omitempty"`
@@ -285,7 +289,7 @@ type PolicyState struct {
 	RateBurst      float64    `json:"rate_burst,omitempty"`
 	RateError      float64    `json:"rate_error,omitempty"`
 	RateLate       float64    `json:"rate_late,omitempty"`
-	Remaining      int        `json:"remaining,omitempty"`
+	SendLimit      int64      `json:"send_limit,omitempty"`
 	RemainingUntil time.Time  `json:"remaining_until,omitzero"`
 
 	// Latency control (version 2): the concurrency held (0 = the
@@ -319,7 +323,7 @@ func (p *Policy) State() PolicyState {
 		s.RateEpoch, s.RateNext, s.RateEvent = p.rcEpoch, p.rcNext, p.rcEvent
 		s.RateMarks, s.RateSamples = slices.Clone(p.rcMarks), slices.Clone(p.rcSamples)
 		s.RateGrowing, s.RateStart, s.RateBurst, s.RateError, s.RateLate = p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr, p.rcLate
-		s.Remaining, s.RemainingUntil = p.rcRemaining, p.rcRemUntil
+		s.SendLimit, s.RemainingUntil = p.rcSendLimit, p.rcRemUntil
 	}
 	if p.latEnabled() {
 		s.LatencyLimit, s.LatencyPhase, s.LatencyBase, s.LatencyHold = p.latLimit, p.latPhase, p.latBase, p.latHold
@@ -363,7 +367,10 @@ func (p *Policy) SetState(s PolicyState) error {
 		p.rcMarks, p.rcSamples = slices.Clone(s.RateMarks), slices.Clone(s.RateSamples)
 		p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr = max(0, s.RateGrowing), s.RateStart, max(0, s.RateBurst), max(0, s.RateError)
 		p.rcLate = min(max(s.RateLate, 1), rcLateMax)
-		p.rcRemaining, p.rcRemUntil = max(0, s.Remaining), s.RemainingUntil
+		p.rcSendLimit, p.rcRemUntil = s.SendLimit, s.RemainingUntil
+		if s.SendLimit == 0 {
+			p.rcRemUntil = time.Time{} // written before the send budget (a cap in flight then): at most a reset's hold lost
+		}
 	}
 	if p.latEnabled() {
 		p.latLimit, p.latPhase, p.latBase, p.latHold = max(0, s.LatencyLimit), min(max(s.LatencyPhase, -1), 1), s.LatencyBase, s.LatencyHold

@@ -60,8 +60,8 @@ type rateState struct {
 	rcBurst     float64    // the server's burst as seen at the first event (0 = unknown)
 	rcEstErr    float64    // the estimate's error (requests per second); 0 = unknown
 	rcLate      float64    // how much slower than the rate in force the scope sends (late wake-ups); 1 = on time
-	rcRemaining int        // RateLimit remaining: requests in flight allowed, while rcRemUntil
-	rcRemUntil  time.Time  //
+	rcSendLimit int64      // RateLimit remaining as a send budget: GateParams.SendLimit, until rcRemUntil
+	rcRemUntil  time.Time  // the server's reset of that remaining quota
 }
 
 // RateMark is a moment in the rate controller's memory: a refusal event
@@ -99,8 +99,12 @@ const (
 	// rcBudget is the fewest requests between two probes (each costs a
 	// refusal): at low rates the curve is stretched to respect it.
 	rcBudget = 200
-	// rcStep is how often the rate moves along the curve.
-	rcStep = time.Second
+	// rcStep is how often the rate moves along the curve; rcGuessStep
+	// how often it doubles while the estimate is a first guess (each
+	// step below the limit is lost throughput: at R = 50 from a guess of
+	// 9, half-second steps find the limit in 1.5 s rather than 3).
+	rcStep      = time.Second
+	rcGuessStep = 500 * time.Millisecond
 	// rcHorizon is how far back estimate windows may start; rcClean the
 	// share of the estimate a segment must have been sent at to extend a
 	// window over it.
@@ -131,6 +135,9 @@ const (
 	// rcBurstWithin: a first refusal this soon after the scope's start
 	// measures the server's burst.
 	rcBurstWithin = 2 * time.Second
+	// rcMinDrain bounds the error of a model estimate whose drain was
+	// shorter (a refusal at once).
+	rcMinDrain = 50 * time.Millisecond
 
 	// rcRelease: once the rate is this many times above both the
 	// estimate and what the scope actually sends, the limit is gone (or
@@ -159,7 +166,7 @@ func (p *Policy) rcTick(now time.Time, g GateState) {
 		p.rcStart = now
 	}
 	if !p.rcRemUntil.IsZero() && !now.Before(p.rcRemUntil) {
-		p.rcRemaining, p.rcRemUntil = 0, time.Time{}
+		p.rcSendLimit, p.rcRemUntil = 0, time.Time{}
 	}
 	if !p.rcOn || now.Before(p.rcNext) {
 		return
@@ -239,12 +246,23 @@ func (p *Policy) rcBoundary(t time.Time) time.Time {
 	if x < 0 {
 		return p.rcEpoch
 	}
-	return p.rcEpoch.Add(x / rcStep * rcStep)
+	st := p.rcStepLen()
+	return p.rcEpoch.Add(x / st * st)
+}
+
+// rcStepLen is the time between two rate changes: rcGuessStep while the
+// rate doubles from a first guess, else rcStep.
+func (p *Policy) rcStepLen() time.Duration {
+	if p.rcGrowing >= rcGrow {
+		return rcGuessStep
+	}
+	return rcStep
 }
 
 // rcNextBoundary is the first rate change after boundary b.
 func (p *Policy) rcNextBoundary(b time.Time) time.Time {
-	return p.rcEpoch.Add((b.Sub(p.rcEpoch)/rcStep + 1) * rcStep)
+	st := p.rcStepLen()
+	return p.rcEpoch.Add((b.Sub(p.rcEpoch)/st + 1) * st)
 }
 
 // rcRateAt is the rate in force at boundary t: growing from the event's
@@ -270,7 +288,7 @@ func (p *Policy) rcRateAt(t time.Time) float64 {
 			r = max(r, from*math.Pow(rcGrowRise, steps))
 		}
 		if p.rcGrowing > 1 {
-			steps := math.Floor(x / rcStep.Seconds())
+			steps := math.Floor(x / p.rcStepLen().Seconds())
 			if p.rcGrowing < rcGrow {
 				steps /= p.rcStretch() // an unsure estimate grows no faster than the refusal budget allows
 			}
@@ -343,8 +361,6 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 	p.rcMarks[len(p.rcMarks)-1].Rate = p.rcBase
 	p.rcEvent = now
 	p.rcEpoch = now.Add(pause)
-	p.rcRate = p.rcRateAt(p.rcEpoch)
-	p.rcNext = p.rcNextBoundary(p.rcEpoch)
 	p.rcOn, p.rcGrowing = true, 0
 	switch {
 	case first:
@@ -358,10 +374,13 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 			p.rcGrowing = rcGrowUnsure
 		}
 	case estErr > rcSure*p.rcEst && (estErr > rcGuess*p.rcEst || p.rcStretch() <= 1):
-		// Grow by a quarter of the relative error per step: the limit is
-		// probably within two errors of the estimate.
-		p.rcGrowing = 1 + min(rcGrowUnsure-1, estErr/p.rcEst/4)
+		// Grow by half the relative error per step: the limit is
+		// probably within two errors of the estimate, reached in four
+		// steps.
+		p.rcGrowing = 1 + min(rcGrowUnsure-1, estErr/p.rcEst/2)
 	}
+	p.rcRate = p.rcRateAt(p.rcEpoch)
+	p.rcNext = p.rcNextBoundary(p.rcEpoch) // the step's length depends on rcGrowing
 	p.rcSamples = append(p.rcSamples[:0], RateMark{At: p.rcEpoch, OK: accepted(g), Sent: g.Sends, Rate: p.rcRate})
 	p.debug("rate_decrease").Float64("estimate", p.rcEst).Float64("rate", p.rcRate).Bool("soft", soft).
 		Dur("pause", pause).Msg("throttling: refusal event; rate set below the estimated limit")
@@ -379,18 +398,25 @@ func (p *Policy) rcRateLimit(now, sentAt time.Time, rl *RateLimit, g GateState) 
 	if until <= 0 {
 		until = time.Second
 	}
-	p.rcRemaining, p.rcRemUntil = int(rl.Remaining), now.Add(until)
+	// A reset in whole seconds overstates a token bucket's wait for its
+	// next token: with an estimate of the refill, the quota holds for one
+	// token's time (then the pace at the estimate takes over; a window
+	// server answers a request past its quota with its own Retry-After).
+	until = min(until, p.cfg.Backoff.MaxDelay)
+	if p.rcOn && p.rcEst > 0 && (p.rcCap > 0 || p.rcGrowing < rcGrow) { // measured or announced, not a first guess
+		until = min(until, time.Duration(float64(time.Second)/p.rcEst))
+	}
+	// What the server still accepts before its reset, less what is in
+	// flight (it may have been counted after this answer): a send budget
+	// that waits for the reset, not for a free slot. Requests in flight
+	// that end without reaching the server (OutcomeOther: rescheduled)
+	// give theirs back, since the gate counts Reached.
+	left := int64(math.Floor(max(rl.Remaining, 0))) - int64(g.Active)
+	p.rcSendLimit, p.rcRemUntil = g.Reached()+left, now.Add(until)
 	var pause time.Duration
 	if rl.Remaining < 1 && rl.Reset > 0 {
 		// Nothing left until the reset: hold the scope, as a Retry-After.
-		// A reset in whole seconds overstates a token bucket's wait for
-		// its next token: with an estimate of the refill, hold for one
-		// token's time instead (a window server then answers the next
-		// request with its own Retry-After).
-		pause = min(rl.Reset, p.cfg.Backoff.MaxDelay)
-		if p.rcOn && p.rcEst > 0 {
-			pause = min(pause, time.Duration(float64(time.Second)/p.rcEst))
-		}
+		pause = until
 		if u := now.Add(pause); u.After(p.blockedUntil) {
 			p.blockedUntil = u
 		}
@@ -424,22 +450,6 @@ func (p *Policy) rcInterval() time.Duration {
 		return 0
 	}
 	return time.Duration(float64(time.Second) / (p.rcRate * max(p.rcLate, 1)))
-}
-
-// rcConcurrency applies the controller's cap to the concurrency limit c:
-// no more in flight than the server says are left.
-func (p *Policy) rcConcurrency(c int) int {
-	if !p.rcEnabled() {
-		return c
-	}
-	limit := 0
-	if !p.rcRemUntil.IsZero() {
-		limit = max(1, p.rcRemaining)
-	}
-	if limit > 0 && (c == 0 || limit < c) {
-		return limit
-	}
-	return c
 }
 
 // rcValidUntil is the controller's next time-based change (zero: none).

@@ -78,35 +78,50 @@ func (p *Policy) rcModelEstimate(now time.Time, g GateState) (r, u float64, ok b
 		}
 	}
 	b := p.rcBurst
-	accepts := func(rate float64) float64 {
+	// accepts is what a bucket refilled at rate accepts of the cycle's
+	// sends, and how long before now it last was full (the drain: only
+	// that part of the cycle measures the rate; before it the bucket
+	// overflowed, and the sends say only that the rate was above them).
+	accepts := func(rate float64) (total, drain float64) {
 		tokens := min(b, rate*max(pause, 0))
-		total := 0.0
+		drain = span
+		at := 0.0
 		for _, s := range steps {
 			avail := tokens + rate*s.dt // sends spread over the step meet its refill
 			got := min(s.sends, avail)
 			tokens = min(b, avail-got)
 			total += got
+			at += s.dt
+			if tokens >= b-0.5 {
+				drain = span - at
+			}
 		}
-		return total
+		return total, drain
 	}
 	lo, hi := 0.0, 0.0
 	for _, s := range steps {
 		hi = max(hi, s.sends/s.dt)
 	}
 	hi = max(hi, acc/span) * 2
-	if accepts(hi) < acc {
-		p.debug("rate_model").Float64("acc", acc).Float64("max", accepts(hi)).Int("steps", len(steps)).Msg("model fails")
+	if got, _ := accepts(hi); got < acc {
+		p.debug("rate_model").Float64("acc", acc).Float64("max", got).Int("steps", len(steps)).Msg("model fails")
 		return 0, 0, false // the model cannot explain it (not a token bucket)
 	}
 	for range 50 {
 		mid := (lo + hi) / 2
-		if accepts(mid) < acc {
+		if got, _ := accepts(mid); got < acc {
 			lo = mid
 		} else {
 			hi = mid
 		}
 	}
-	return (lo + hi) / 2, 1 / span, true
+	r = (lo + hi) / 2
+	// One request (the bucket's content when the drain began is known to
+	// about one) over the drain: a cycle that overflowed for three seconds
+	// and drained in the last 0.2 s measured the rate to 5 requests/s, not
+	// to 1/3 (the first estimate after a growth by doubling).
+	_, drain := accepts(r)
+	return r, 1 / max(drain, rcMinDrain.Seconds()), true
 }
 
 // rcDrainEstimate finds the drain window's rate by fixed point from est.

@@ -213,7 +213,8 @@ func TestRateControlBurstIsOneEvent(t *testing.T) {
 }
 
 // RateLimit headers pace before any refusal: a quota policy caps the rate,
-// remaining caps the requests in flight, remaining 0 holds until the reset.
+// remaining is a send budget until the reset (answers do not give it
+// back), remaining 0 holds until the reset.
 func TestRateControlRateLimitHeaders(t *testing.T) {
 	m := rcManager(t, "example.com")
 	m.RecordSent(t0, 0)
@@ -224,8 +225,11 @@ func TestRateControlRateLimitHeaders(t *testing.T) {
 	if want := time.Duration(float64(time.Second) / (share * 10)); !approx(p.Delay, want) {
 		t.Errorf("delay %v under a 10/s policy, want %v", p.Delay, want)
 	}
-	if p.Concurrency != 3 {
-		t.Errorf("concurrency %d with 3 remaining, want 3", p.Concurrency)
+	// The budget holds until the reset, or one token's time at the
+	// announced 10/s (then the pace takes over).
+	if p.Concurrency != 8 || p.SendLimit != 1+3 || !p.SendLimitUntil.Equal(t0.Add(100*time.Millisecond)) {
+		t.Errorf("concurrency %d, send limit %d until %v with 3 remaining after 1 send, want 8, 4 until %v",
+			p.Concurrency, p.SendLimit, p.SendLimitUntil, t0.Add(100*time.Millisecond))
 	}
 	// Remaining 0 with the rate known (10/s): hold for about one token's
 	// time, not the reset's whole seconds.
@@ -355,5 +359,138 @@ func TestLatencyControlKeepsAHealthyServersConcurrency(t *testing.T) {
 					inOn, okOn, inOff, okOff, conc)
 			}
 		})
+	}
+}
+
+// The token-bucket model's error counts only the drain: a cycle whose
+// sends stayed below the limit for three steps (the bucket full: the sends
+// say only that the limit is above them) and drained the bucket in the
+// last 0.2 s measured the limit to about one request over 0.2 s, not over
+// the whole cycle. Claiming 1/span made the first estimate after a growth
+// by doubling (about 40 at R = 50) look precise, and the probe then took
+// 30 s to climb the last 20 % (R = 50 settled at 85 %).
+func TestRateModelErrorCountsTheDrain(t *testing.T) {
+	m := rcManager(t, "h")
+	p := m.policy
+	p.rcOn, p.rcBurst, p.rcEst = true, 5, 9
+	p.rcMarks = []RateMark{{At: t0, OK: 5, Pause: time.Second}}
+	start := t0.Add(time.Second)
+	// Steps of 1 s at 9, 18 and 35 requests/s (below the limit of 50),
+	// then 0.2 s at 70/s: 14 accepted before the refusal.
+	sent := int64(8)
+	var samples []RateMark
+	for i, n := range []int64{9, 18, 35, 14} {
+		samples = append(samples, RateMark{At: start.Add(time.Duration(i) * time.Second), OK: sent - 3, Sent: sent})
+		sent += n
+	}
+	p.rcSamples = samples
+	now := start.Add(3*time.Second + 200*time.Millisecond)
+	g := GateState{Sends: sent, Refused: 3}
+	r, u, ok := p.rcModelEstimate(now, g)
+	if !ok {
+		t.Fatal("the model found no estimate")
+	}
+	if r < 40 || r > 50 {
+		t.Errorf("estimate %.1f, want between 40 and 50 (the drain: 5 tokens + 0.2 s of refill = 14)", r)
+	}
+	if want := 1 / 0.2; math.Abs(u-want) > 0.01 {
+		t.Errorf("error %.3f, want %.3f (one request over the 0.2 s drain; the cycle was 3.2 s)", u, want)
+	}
+
+	// A cycle that drained from its start (a rate above the limit all
+	// along, after a pause too short to refill the bucket) measures over
+	// the whole cycle.
+	p.rcMarks = []RateMark{{At: t0, OK: 5}}
+	p.rcSamples = []RateMark{{At: t0, OK: 5, Sent: 8}}
+	now = t0.Add(2 * time.Second)
+	_, u, ok = p.rcModelEstimate(now, GateState{Sends: 8 + 24, Refused: 3})
+	if !ok {
+		t.Fatal("the model found no estimate")
+	}
+	if math.Abs(u-0.5) > 0.01 {
+		t.Errorf("error %.3f, want 0.5 (one request over the 2 s drain)", u)
+	}
+}
+
+// From a first guess (the first burst's refusal event) the rate doubles
+// every half second, not every second: every step below the limit is lost
+// throughput. Once a second event measures the limit, the rate moves in
+// whole-second steps again.
+func TestRateFirstGuessDoublesEveryHalfSecond(t *testing.T) {
+	m := rcManager(t, "h")
+	for range 8 {
+		m.RecordSent(t0, 0)
+	}
+	at := t0.Add(10 * time.Millisecond)
+	for range 5 {
+		m.RecordOutcome(at, Outcome{Class: OutcomeOK, Latency: 10 * time.Millisecond, Signal: Signal{SentAt: t0, Latency: 10 * time.Millisecond}})
+	}
+	m.RecordOutcome(at, Outcome{Class: OutcomeRefused, Signal: Signal{Trigger: true, SentAt: t0, Delay: time.Second}})
+	p := m.policy
+	epoch := at.Add(time.Second)
+	if p.rcGrowing != rcGrow || !p.rcEpoch.Equal(epoch) {
+		t.Fatalf("after the first burst: growing %v from %v, want %v from %v", p.rcGrowing, p.rcEpoch, float64(rcGrow), epoch)
+	}
+	if got := p.Params(at).ValidUntil; !got.Equal(epoch.Add(500 * time.Millisecond)) {
+		t.Errorf("ValidUntil %v, want the epoch + 0.5 s (%v)", got, epoch.Add(500*time.Millisecond))
+	}
+	r0 := p.rcRate
+	for i, want := range []float64{r0, r0, 2 * r0, 4 * r0} {
+		now := epoch.Add(time.Duration(i-1) * 500 * time.Millisecond)
+		if i == 0 {
+			now = epoch.Add(-time.Millisecond)
+		}
+		p.Tick(now, m.gate.State)
+		if math.Abs(p.rcRate-want) > 1e-9*want {
+			t.Errorf("at epoch %+v: rate %.3f, want %.3f", now.Sub(epoch), p.rcRate, want)
+		}
+	}
+}
+
+// RateLimit "remaining" is a budget of sends until the server's reset, not
+// a cap on requests in flight: with 3 left, 3 requests go, and when they
+// are answered (slots free) nothing more goes until the reset. Requests in
+// flight when the answer came count against it; those that end without
+// reaching the server (rescheduled: OutcomeOther) give theirs back.
+func TestRateLimitRemainingIsASendBudget(t *testing.T) {
+	m := rcManager(t, "example.com", "DOWNLOAD_DELAY", 0, "RANDOMIZE_DOWNLOAD_DELAY", false)
+	m.RecordSent(t0, 0)
+	// 2 more admitted before the first answer (held, say, by robots.txt).
+	m.RecordSent(t0, 0)
+	m.RecordSent(t0, 0)
+	at := t0.Add(10 * time.Millisecond)
+	rl := &RateLimit{Remaining: 4, HasRemaining: true, Reset: 2 * time.Second}
+	m.RecordOutcome(at, Outcome{Class: OutcomeOK, Signal: Signal{SentAt: t0, RateLimit: rl}})
+	// 4 left, 2 in flight: 2 more sends.
+	for i := range 2 {
+		if w := m.CanSend(at, 0); w != 0 {
+			t.Fatalf("send %d of the 2 the budget allows: wait %v", i+1, w)
+		}
+		m.RecordSent(at, 0)
+	}
+	if w := m.CanSend(at, 0); !approx(w, 2*time.Second) {
+		t.Fatalf("budget used up: wait %v, want until the reset (2s)", w)
+	}
+	// The two held requests end without reaching the server: 2 back.
+	for range 2 {
+		m.RecordOutcome(at, Outcome{Class: OutcomeOther})
+	}
+	for i := range 2 {
+		if w := m.CanSend(at, 0); w != 0 {
+			t.Fatalf("send %d of the 2 given back: wait %v", i+1, w)
+		}
+		m.RecordSent(at, 0)
+	}
+	// Every request answered: free slots, but the budget holds until the
+	// reset.
+	later := at.Add(100 * time.Millisecond)
+	for range 4 {
+		m.RecordOutcome(later, Outcome{Class: OutcomeOK})
+	}
+	if w := m.CanSend(later, 0); !approx(w, at.Add(2*time.Second).Sub(later)) {
+		t.Errorf("all answered, budget used: wait %v, want until the reset (%v)", w, at.Add(2*time.Second).Sub(later))
+	}
+	if w := m.CanSend(at.Add(2*time.Second), 0); w != 0 {
+		t.Errorf("at the reset: wait %v, want 0", w)
 	}
 }

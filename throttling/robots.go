@@ -2,6 +2,16 @@ package throttling
 
 import "time"
 
+// ReadsRateLimit reports whether scope's rate controller reads RateLimit
+// headers (THROTTLING_RATE_CONTROL, the scope's rate_control key): then
+// the answer that carries them paces the scope from then on, and requests
+// admitted before it was known (while robots.txt was being fetched) are
+// better sent again through the gate (the RobotsTxt middleware
+// reschedules them).
+func (t *Throttler) ReadsRateLimit(scope string) bool {
+	return t.cfg.Scope(scope).RateControl.Enabled
+}
+
 // SetRobotsDelay applies a robots.txt Crawl-delay to scope (the host's
 // scope), when ROBOTSTXT_OBEY and THROTTLING_ROBOTSTXT_OBEY are on: the
 // scope's concurrency becomes 1 and its delay the Crawl-delay, capped at

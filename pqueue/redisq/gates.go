@@ -23,7 +23,7 @@ type Gates interface {
 	RefreshScope(ctx context.Context, scope string) error
 }
 
-// encodeParams returns the "d,jl,jh,c,bu,q,w,vu,vo" form the scripts read
+// encodeParams returns the "d,jl,jh,c,bu,q,w,vu,vo,sl,su" form the scripts read
 // (times in Unix milliseconds, 0 for none; a ValidUntil before 1970, which
 // a policy gives before its first tick, is stale at once).
 func encodeParams(p throttling.GateParams) string {
@@ -40,7 +40,7 @@ func encodeParams(p throttling.GateParams) string {
 	return strings.Join([]string{
 		f(float64(p.Delay) / float64(time.Millisecond)), f(p.JitterLo), f(p.JitterHi), strconv.Itoa(p.Concurrency),
 		ms(p.BlockedUntil), f(p.Quota), f(float64(p.Window) / float64(time.Millisecond)), ms(p.ValidUntil),
-		strconv.FormatInt(p.ValidUntilOK, 10),
+		strconv.FormatInt(p.ValidUntilOK, 10), strconv.FormatInt(p.SendLimit, 10), ms(p.SendLimitUntil),
 	}, ",")
 }
 
@@ -54,7 +54,8 @@ func decodeParams(v map[string]string) throttling.GateParams {
 		return time.Time{}
 	}
 	return throttling.GateParams{Delay: msDuration(n("d")), JitterLo: n("jl"), JitterHi: n("jh"), Concurrency: int(n("c")),
-		BlockedUntil: t("bu"), Quota: n("q"), Window: msDuration(n("w")), ValidUntil: t("vu"), ValidUntilOK: int64(n("vo"))}
+		BlockedUntil: t("bu"), Quota: n("q"), Window: msDuration(n("w")), ValidUntil: t("vu"), ValidUntilOK: int64(n("vo")),
+		SendLimit: int64(n("sl")), SendLimitUntil: t("su")}
 }
 
 // decodeState reads the state and counters of a gate hash.

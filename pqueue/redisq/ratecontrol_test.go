@@ -194,3 +194,41 @@ func TestRateLimitPolicySharedAcrossWorkers(t *testing.T) {
 		t.Fatal("b did not send 211 ms after its last request")
 	}
 }
+
+// RateLimit "remaining" is a send budget in the Lua gate too: one worker's
+// answer with 2 left and a reset in 2 s lets two more requests go (from
+// any worker), then none until the reset, although every slot is free.
+func TestRateLimitRemainingBudgetShared(t *testing.T) {
+	w := newWorld(t, 1, throttling.GateParams{}, nil)
+	set := map[string]any{"ROBOTSTXT_OBEY": false, "RANDOMIZE_DOWNLOAD_DELAY": false, "BACKOFF_JITTER": 0,
+		"THROTTLING_SCOPES": map[string]any{"h.test": map[string]any{"concurrency": 4, "delay": 0}}}
+	a, b := w.throttled(t, "a", set), w.throttled(t, "b", set)
+	a.push(t, urls("h.test", 10)...)
+	p, _ := pop(t, a.f, w.clk.Now())
+	if p == nil {
+		t.Fatal("nothing popped")
+	}
+	a.respond(t, p, http.StatusOK, http.Header{"Ratelimit-Remaining": {"2"}, "Ratelimit-Reset": {"2"}, "Ratelimit-Limit": {"5"}})
+	for i := range 2 {
+		q, _ := pop(t, b.f, w.clk.Now())
+		if q == nil {
+			t.Fatalf("b could not send request %d of the 2 left", i+1)
+		}
+		b.respond(t, q, http.StatusOK, nil)
+	}
+	w.advance(500 * time.Millisecond)
+	if r, _ := pop(t, b.f, w.clk.Now()); r != nil {
+		t.Fatal("b sent past the remaining quota before the reset, with every slot free")
+	}
+	if r, _ := pop(t, a.f, w.clk.Now()); r != nil {
+		t.Fatal("a sent past the remaining quota before the reset, with every slot free")
+	}
+	g := gateOf(t, a, "h.test")
+	if g.SendLimit != 3 || g.SendLimitUntil.IsZero() {
+		t.Fatalf("gate send budget %d until %v, want 3 (1 sent + 2 left) until the reset", g.SendLimit, g.SendLimitUntil)
+	}
+	w.advance(1600 * time.Millisecond)
+	if r, _ := pop(t, b.f, w.clk.Now()); r == nil {
+		t.Fatal("b did not send after the reset")
+	}
+}

@@ -361,7 +361,7 @@ func msDuration(ms float64) time.Duration {
 // policy instead (Throttling.Update).
 func (s *Store) SetGate(ctx context.Context, scope string, p throttling.GateParams) error {
 	vals := strings.Split(encodeParams(p), ",")
-	names := []string{"d", "jl", "jh", "c", "bu", "q", "w", "vu"}
+	names := []string{"d", "jl", "jh", "c", "bu", "q", "w", "vu", "vo", "sl", "su"}
 	args := make([]any, 0, 2*len(names))
 	for i, n := range names {
 		args = append(args, n, vals[i])

@@ -131,7 +131,8 @@ end
 -- the scope): d delay ms, jl/jh jitter range, c concurrency (0 =
 -- unlimited), bu blocked until (ms), q quota, w quota window (ms), vu when
 -- they go stale (0 = never), vo the ok count at which they go stale (0 =
--- never; the rate controller's slow start). The state is written only by the operations
+-- never), sl / su the send budget (RateLimit remaining: no send while ns -
+-- ot >= sl, until su ms; su 0 = none). The state is written only by the operations
 -- below: a in flight, ls last send (ms), jf jitter factor of the gap after
 -- it, qu quota used, ws quota window start; and the counters the policy
 -- reads, which only grow: ns sends, ok / rf (refused: backoff triggers) /
@@ -140,8 +141,9 @@ end
 -- to aa), bs / bc / bp the current one-second bucket of sends, its sends
 -- and those of the bucket before. The policy's own state is the JSON in
 -- p, versioned by pv (pread, pwrite).
-local GF = {'d', 'jl', 'jh', 'c', 'bu', 'q', 'w', 'vu', 'vo', 'a', 'ls', 'jf', 'qu', 'ws', 'ifs', 'fs', 'aa', 'bs', 'bc', 'ok'}
-local GF_JF = 12 -- index of 'jf' in GF (its default is 1, not 0)
+local GF = {'d', 'jl', 'jh', 'c', 'bu', 'q', 'w', 'vu', 'vo', 'sl', 'su', 'a', 'ls', 'jf', 'qu', 'ws', 'ifs', 'fs', 'aa', 'bs', 'bc', 'ok',
+  'ns', 'ot'}
+local GF_JF = 14 -- index of 'jf' in GF (its default is 1, not 0)
 
 local function gkey(s) return P .. 's:' .. s end
 
@@ -162,8 +164,9 @@ local function quota_open(g, now) return g.q > 0 and g.ws > 0 and now < g.ws + g
 
 -- can_send is Gate.CanSend (CanSendWithoutSlot with noSlot): SLOT when
 -- the concurrency is used up, else the wait in ms (0 = now): the latest
--- of the hard minimum, the jittered delay after the last send and the end
--- of a quota window the amount does not fit in.
+-- of the hard minimum, the jittered delay after the last send, the end
+-- of a quota window the amount does not fit in and the end of a send
+-- budget used up.
 local function can_send(g, now, amount, noSlot)
   if not noSlot and g.c > 0 and g.a >= g.c then return SLOT end
   local w = 0
@@ -174,6 +177,9 @@ local function can_send(g, now, amount, noSlot)
   end
   if quota_open(g, now) and g.qu > 0 and g.qu + amount > g.q then
     if g.ws + g.w - now > w then w = g.ws + g.w - now end
+  end
+  if g.su > now and g.ns - g.ot >= g.sl then
+    if g.su - now > w then w = g.su - now end
   end
   return w
 end
@@ -225,7 +231,7 @@ local function record_sent(s, g, now, amount, u)
   end
   redis.call('HSET', k, unpack(f))
   redis.call('HINCRBY', k, 'ns', 1)
-  g.a, g.ls, g.jf = g.a + 1, now, jf
+  g.a, g.ls, g.jf, g.ns = g.a + 1, now, jf, g.ns + 1
 end
 
 local woke = 0 -- groups moved from a parking to the ready set by this call
@@ -294,7 +300,7 @@ local function reconcile(s, consumed, remaining, now)
   redis.call('HSET', gkey(s), 'ws', num(ws), 'qu', num(qu))
 end
 
--- set_params writes gate parameters "d,jl,jh,c,bu,q,w,vu,vo" to scope s.
+-- set_params writes gate parameters "d,jl,jh,c,bu,q,w,vu,vo,sl,su" to scope s.
 local function set_params(s, params)
   local f, i = {}, 1
   for v in string.gmatch(params, '[^,]+') do
