@@ -149,6 +149,10 @@ func (j *Job) Storage(sp spider.Spider) (*scheduler.Storage, error) {
 		OnAck:      j.recordFeeds,
 		AfterWrite: j.Written,
 		Write:      j.write,
+		// The engine flushes once per turn of its loop: a page's
+		// follow-up requests, their fingerprints and the page's
+		// acknowledgement reach the disk as one write.
+		GroupWrites: true,
 	})
 	if err != nil {
 		return nil, err
