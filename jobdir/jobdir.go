@@ -121,6 +121,7 @@ type Job struct {
 
 	syncMu  sync.Mutex
 	syncs   uint64    // count of the last sync mark (damage.go)
+	syncF   *os.File  // JOBDIR/synced.json, once a mark was written
 	pending *Recovery // damage found by a read-only open
 }
 
@@ -480,6 +481,12 @@ func (j *Job) Close() error {
 	if err := j.closeDB(); err != nil {
 		errs = append(errs, fmt.Errorf("closing the database: %w", err))
 	}
+	j.syncMu.Lock()
+	if j.syncF != nil {
+		_ = j.syncF.Close()
+		j.syncF = nil
+	}
+	j.syncMu.Unlock()
 	j.unlock()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("JOBDIR %s: %w", j.dir, err)
