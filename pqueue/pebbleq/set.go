@@ -28,9 +28,9 @@ import (
 // committed (normally a page's worth), then a bounded cache of the
 // fingerprints most recently looked up or added (RecentFingerprints, about
 // 3 MB), which answers most duplicates of a crawl (links to pages found a
-// moment ago: menus, siblings, parents) without touching Pebble. Other
-// lookups go to Pebble, whose bloom filters answer most misses without
-// reading a block.
+// moment ago: menus, siblings, parents) without touching Pebble, then a
+// bloom filter of every fingerprint (setfilter.go, 1.2 MB per million),
+// which answers most new fingerprints. Only the rest go to Pebble.
 type Set struct {
 	db     *pebble.DB
 	prefix string
@@ -41,6 +41,7 @@ type Set struct {
 	pending map[dupefilter.Fingerprint]struct{} // not yet in a batch
 	inBatch map[dupefilter.Fingerprint]struct{} // in a batch not yet committed
 	recent  recentSet
+	filter  setFilter // setfilter.go
 	n       int
 	counted bool
 }
@@ -117,6 +118,14 @@ func (s *Set) Add(ctx context.Context, fp dupefilter.Fingerprint) (bool, error) 
 	if s.recent.has(fp) {
 		return true, nil
 	}
+	maybe, err := s.maybeHas(fp)
+	if err != nil {
+		return false, err
+	}
+	if !maybe {
+		s.added(fp)
+		return false, nil
+	}
 	var kb [32]byte
 	_, closer, err := s.db.Get(append(append(kb[:0], s.prefix...), fp[:]...))
 	switch {
@@ -127,10 +136,16 @@ func (s *Set) Add(ctx context.Context, fp dupefilter.Fingerprint) (bool, error) 
 	case !errors.Is(err, pebble.ErrNotFound):
 		return false, fmt.Errorf("pebbleq: dupefilter lookup: %w", err)
 	}
+	s.added(fp)
+	return false, nil
+}
+
+// added records fp, new, as seen: pending until the next push writes it.
+func (s *Set) added(fp dupefilter.Fingerprint) {
 	s.pending[fp] = struct{}{}
 	s.recent.add(fp)
+	s.remember(fp)
 	s.n++
-	return false, nil
 }
 
 // Forget implements dupefilter.Forgetter: a fingerprint whose request was
