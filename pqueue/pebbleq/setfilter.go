@@ -18,9 +18,10 @@ import (
 // microseconds on the engine's loop for every link found.
 //
 // The filter is built at the set's first lookup from the fingerprints on
-// disk (one pass over their keys: what a resumed job pays once), sized
-// for twice as many as there are, at least MinFilterCapacity. When more
-// fingerprints than its capacity were added it is built again, twice as
+// disk (one pass over their keys: what a resumed job pays once, about a
+// second per million fingerprints here), sized for at least
+// MinFilterCapacity and for more than there are. When as many
+// fingerprints as its capacity were added it is built again, twice as
 // large, from the disk and the fingerprints not yet written. Forgotten
 // fingerprints stay in it: a false "maybe" only costs a Pebble lookup.
 
@@ -61,35 +62,62 @@ func (s *Set) remember(fp dupefilter.Fingerprint) {
 }
 
 // buildFilter builds the filter from the fingerprints on disk and those
-// not yet written. s.mu is held.
+// not yet written: sized for twice as many as it held (at least
+// MinFilterCapacity), it reads the disk in one pass, adding as it goes. A
+// pass that finds more than three quarters of that capacity starts over,
+// twice as large (so a resumed job reads at most about twice what one
+// pass reads, and no list of the fingerprints is held in memory). s.mu is
+// held.
 func (s *Set) buildFilter() error {
-	var stored []dupefilter.Fingerprint
+	mem := uint(len(s.pending) + len(s.inBatch))
+	c := max(minFilterCapacity, 2*s.filter.n, 2*mem)
+	for {
+		f := setFilter{f: bloom.NewWithEstimates(c, filterFalsePositives), cap: c}
+		full, err := s.fillFilter(&f)
+		if err != nil {
+			return err
+		}
+		if full {
+			c *= 2
+			continue
+		}
+		for fp := range s.pending {
+			f.f.Add(fp[:])
+			f.n++
+		}
+		for fp := range s.inBatch {
+			f.f.Add(fp[:])
+			f.n++
+		}
+		s.filter = f
+		return nil
+	}
+}
+
+// fillFilter adds the fingerprints on disk to f, and reports whether it
+// stopped because they, with those in memory, reach three quarters of
+// f's capacity.
+func (s *Set) fillFilter(f *setFilter) (full bool, err error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(s.prefix), UpperBound: prefixEnd([]byte(s.prefix))})
 	if err != nil {
-		return fmt.Errorf("pebbleq: dupefilter: reading the fingerprints: %w", err)
+		return false, fmt.Errorf("pebbleq: dupefilter: reading the fingerprints: %w", err)
 	}
+	limit := f.cap*3/4 - min(f.cap*3/4, uint(len(s.pending)+len(s.inBatch)))
 	for it.First(); it.Valid(); it.Next() {
 		k := it.Key()[len(s.prefix):]
 		if len(k) != len(dupefilter.Fingerprint{}) {
 			it.Close()
-			return fmt.Errorf("%w: fingerprint key of %d bytes", ErrCorrupt, len(k))
+			return false, fmt.Errorf("%w: fingerprint key of %d bytes", ErrCorrupt, len(k))
 		}
-		stored = append(stored, dupefilter.Fingerprint(k))
+		if f.n >= limit {
+			full = true
+			break
+		}
+		f.f.Add(k)
+		f.n++
 	}
 	if err := errors.Join(it.Error(), it.Close()); err != nil {
-		return fmt.Errorf("pebbleq: dupefilter: reading the fingerprints: %w", err)
+		return false, fmt.Errorf("pebbleq: dupefilter: reading the fingerprints: %w", err)
 	}
-	n := uint(len(stored) + len(s.pending) + len(s.inBatch))
-	c := max(minFilterCapacity, 2*n, 2*s.filter.cap)
-	s.filter = setFilter{f: bloom.NewWithEstimates(c, filterFalsePositives), cap: c}
-	for _, fp := range stored {
-		s.remember(fp)
-	}
-	for fp := range s.pending {
-		s.remember(fp)
-	}
-	for fp := range s.inBatch {
-		s.remember(fp)
-	}
-	return nil
+	return full, nil
 }
