@@ -192,10 +192,12 @@ func (j *Job) syncMark() error {
 	defer j.syncMu.Unlock()
 	m := SyncMark{Count: j.syncs + 1, Time: time.Now().UTC()}
 	b, _ := json.Marshal(m)
+	acks := j.acks.Load() // committed before this sync: covered by it
 	if err := j.write("syncing the log", func() error { return j.db.Set([]byte(keySync), b, pebble.Sync) }); err != nil {
 		return err
 	}
 	j.syncs = m.Count
+	j.acksSynced.Store(acks)
 	f, err := writeSyncFile(j.dir, j.syncF, m)
 	j.syncF = f
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -122,6 +123,11 @@ type Job struct {
 	syncMu  sync.Mutex
 	syncs   uint64    // count of the last sync mark (damage.go)
 	syncF   *os.File  // JOBDIR/synced.json, once a mark was written
+
+	// Acknowledgements written and synced (LimitUnsynced).
+	maxUnsynced uint64
+	acks        atomic.Uint64 // committed
+	acksSynced  atomic.Uint64 // covered by a completed sync
 	pending *Recovery // damage found by a read-only open
 }
 

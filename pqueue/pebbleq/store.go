@@ -61,6 +61,13 @@ type Options struct {
 	// MaxPendingBytes bounds the pending batch of GroupWrites (default 4
 	// MiB): a Push or Ack that makes it larger commits it.
 	MaxPendingBytes int
+	// AfterAcks, when set, is called with the store's lock held after a
+	// committed write that holds n acknowledgements (GroupWrites). The job
+	// directory uses it to bound the acknowledgements written but not yet
+	// synced: past a limit it waits for a sync of the log, so that a crash
+	// during a slow fsync cannot lose more than that many (see
+	// jobdir.Job.LimitUnsynced). An error fails the write.
+	AfterAcks func(n int) error
 	// Write, when set, runs every write of the store (and of its attached
 	// Set) to the database: fn commits, and Write returns its error. The
 	// job directory uses it to guard all writes to its database with one
@@ -86,6 +93,7 @@ type Store struct {
 	write  func(op string, fn func() error) error
 	group  bool
 	maxPen int
+	acked  func(n int) error
 
 	seen *Set // fingerprints written with each push
 
@@ -148,7 +156,7 @@ func New(db *pebble.DB, o Options) (*Store, error) {
 	p := []byte(o.Prefix)
 	return &Store{
 		db: db, codec: o.Codec, hb: o.HeadBuffer, maxBuf: o.MaxBuffered, onAck: o.OnAck, after: o.AfterWrite, write: o.Write,
-		group: o.GroupWrites, maxPen: o.MaxPendingBytes,
+		group: o.GroupWrites, maxPen: o.MaxPendingBytes, acked: o.AfterAcks,
 		qp: append(slices.Clip(p), 'q'), dp: append(slices.Clip(p), 'd'), np: append(slices.Clip(p), 'n'),
 	}, nil
 }

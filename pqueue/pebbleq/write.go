@@ -176,12 +176,18 @@ func (s *Store) flushLocked() error {
 	if err := s.commit("flush", s.pend); err != nil {
 		return s.broken("flush", err)
 	}
+	acks := s.pendAcks
 	s.pend.Reset()
 	s.pendAcks = 0
 	if s.seen != nil {
 		s.seen.committed()
 	}
 	s.wrote()
+	if acks > 0 && s.acked != nil {
+		if err := s.acked(acks); err != nil {
+			return s.broken("flush", err)
+		}
+	}
 	return nil
 }
 
