@@ -120,15 +120,15 @@ type Job struct {
 	// write error (a full disk) db is not written again.
 	breaker pebblefatal.Breaker
 
-	syncMu  sync.Mutex
-	syncs   uint64    // count of the last sync mark (damage.go)
-	syncF   *os.File  // JOBDIR/synced.json, once a mark was written
+	syncMu sync.Mutex
+	syncs  uint64   // count of the last sync mark (damage.go)
+	syncF  *os.File // JOBDIR/synced.json, once a mark was written
 
 	// Acknowledgements written and synced (LimitUnsynced).
 	maxUnsynced uint64
 	acks        atomic.Uint64 // committed
 	acksSynced  atomic.Uint64 // covered by a completed sync
-	pending *Recovery // damage found by a read-only open
+	pending     *Recovery     // damage found by a read-only open
 }
 
 // Open opens (or creates) the job directory dir for the spider named
