@@ -148,6 +148,7 @@ type Engine struct {
 	rd        *renderers                        // headless Chromium (handlers.go)
 	startReqs iter.Seq2[*spider.Request, error] // Options.StartRequests
 	dropSeen  sync.Map                          // drop reasons already logged at INFO
+	named     sync.Map                          // callbacks resolved by name (scrape.go)
 
 	maxInflight int
 	itemSem     chan struct{}

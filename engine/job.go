@@ -24,6 +24,9 @@ func (e *Engine) jobStorage() (*scheduler.Storage, error) {
 	if e.job == nil {
 		return nil, nil
 	}
+	// A crash repeats the requests in flight; bound the acknowledgements
+	// a slow fsync can leave unsynced to about as many.
+	e.job.LimitUnsynced(max(e.maxInflight, 16))
 	st, err := e.job.Storage(e.sp)
 	if err != nil {
 		return nil, fmt.Errorf("JOBDIR: %w", err)

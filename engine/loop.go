@@ -44,6 +44,7 @@ func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
 	for {
 		l.takeStop()              // 0. a stop requested since the last turn
 		l.feedStarts()            // 1. start requests into the scheduler
+		l.flush()                 // 1b. what the turn recorded reaches the disk
 		wake := l.startRequests() // 2. start what slots, rate and scopes allow
 		if reason, ok := l.done(); ok {
 			return reason // 3. nothing queued or running (or stopped)
@@ -59,6 +60,9 @@ type loopState struct {
 	ctx context.Context // the work context: cancelled by Abort only
 	// runDone is Run's ctx.Done(), nil once it has been turned into Stop.
 	runDone <-chan struct{}
+
+	// flusher is the scheduler when its storage groups writes (JOBDIR).
+	flusher scheduler.Flusher
 
 	next       func() (*spider.Request, error, bool) // pulls spider.Start
 	stopStarts func()
@@ -104,6 +108,7 @@ func (e *Engine) newLoop(ctx context.Context, done <-chan struct{}) *loopState {
 		starts = e.sp.Start(ctx)
 	}
 	l.next, l.stopStarts = iter.Pull2(starts)
+	l.flusher, _ = e.sched.(scheduler.Flusher)
 	l.lowWater = max(4*e.maxInflight, 256)
 	if e.maxInflight > 0 {
 		l.maxActive = 2*e.maxInflight + 16
@@ -193,6 +198,22 @@ func (l *loopState) feedStarts() {
 func (l *loopState) wantStarts() bool {
 	e := l.e
 	return !l.startsDone && l.stopping == "" && e.sched.Len() < l.lowWater && (e.shared == nil || e.shared.Seeding())
+}
+
+// flush is step 1b: with a scheduler whose storage groups its writes
+// (JOBDIR), everything recorded since the last turn (the requests callbacks
+// produced, their fingerprints, the acknowledgements of finished jobs, the
+// start requests just fed) is committed as one write before anything new
+// starts. A crash therefore loses whole turns only, and never more
+// acknowledgements than there were jobs unfinished (maxActive), as when
+// each acknowledgement was written alone.
+func (l *loopState) flush() {
+	if l.flusher == nil {
+		return
+	}
+	if err := l.flusher.Flush(l.ctx); err != nil {
+		l.e.fail(storageReason(err), fmt.Errorf("scheduler: writing the queue: %w", err))
+	}
 }
 
 // startRequests is step 2: it starts as many requests as slots, start rate

@@ -149,6 +149,11 @@ func (j *Job) Storage(sp spider.Spider) (*scheduler.Storage, error) {
 		OnAck:      j.recordFeeds,
 		AfterWrite: j.Written,
 		Write:      j.write,
+		// The engine flushes once per turn of its loop: a page's
+		// follow-up requests, their fingerprints and the page's
+		// acknowledgement reach the disk as one write.
+		GroupWrites: true,
+		AfterAcks:   j.acked,
 	})
 	if err != nil {
 		return nil, err
@@ -156,6 +161,31 @@ func (j *Job) Storage(sp spider.Spider) (*scheduler.Storage, error) {
 	set := pebbleq.NewSet(j.db, PrefixDupes)
 	q.AttachSet(set)
 	return &scheduler.Storage{Queue: q, Seen: set}, nil
+}
+
+// LimitUnsynced bounds the acknowledgements written to the log but not yet
+// synced (0: no bound, the default). Writes go to Pebble without waiting
+// for the disk and a background syncer syncs the log right after them;
+// until a sync covers them, Pebble keeps the newest writes in its own
+// buffer, so a process crash during a slow fsync (a disk shared with
+// heavy writers) could lose the acknowledgements of every request that
+// finished meanwhile, and fetch them all again. With a bound, a write that
+// leaves more than n acknowledgements unsynced waits for a sync: the crawl
+// slows down while the disk is slow, and a crash repeats at most about n
+// requests beyond those in flight. The engine sets n to
+// CONCURRENT_REQUESTS (at least 16). Call it before Storage.
+func (j *Job) LimitUnsynced(n int) {
+	j.maxUnsynced = uint64(max(n, 0))
+}
+
+// acked records n acknowledgements committed (pebbleq.Options.AfterAcks),
+// and waits for a sync when more than LimitUnsynced are not synced.
+func (j *Job) acked(n int) error {
+	total := j.acks.Add(uint64(n))
+	if j.maxUnsynced == 0 || total-j.acksSynced.Load() <= j.maxUnsynced {
+		return nil
+	}
+	return j.Sync()
 }
 
 // Stats returns a collector holding the stats saved by the previous runs

@@ -81,16 +81,37 @@ func readSyncFile(dir string) (SyncMark, bool) {
 	return m, true
 }
 
-// writeSyncFile records m in JOBDIR/synced.json (write and rename, so a
-// reader sees the old mark or the new one). It is not synced: a mark lost
-// in a crash is older, which can only hide damage, never invent it.
-func writeSyncFile(dir string, m SyncMark) error {
-	b, _ := json.Marshal(m)
-	tmp := filepath.Join(dir, syncFile+".tmp")
-	if err := os.WriteFile(tmp, b, privfs.FilePerm); err != nil {
-		return err
+// syncRecordLen is the fixed size of the record in JOBDIR/synced.json: the
+// JSON mark padded with spaces, then a newline.
+const syncRecordLen = 128
+
+// writeSyncFile records m in JOBDIR/synced.json, through f when it is
+// open (else it opens it and returns the file for the next marks). The
+// record has a fixed size and is written in place at offset 0, one
+// pwrite of less than a disk sector: a reader (only Open, under the
+// job's lock) sees the old mark or the new one. It is not synced: a mark
+// lost in a crash is older, which can only hide damage, never invent it.
+// (It used to be written to a temporary file renamed over the old one:
+// four system calls and a directory update per sync of the log, 5 % of a
+// JOBDIR crawl's CPU.)
+func writeSyncFile(dir string, f *os.File, m SyncMark) (*os.File, error) {
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(filepath.Join(dir, syncFile), os.O_RDWR|os.O_CREATE, privfs.FilePerm); err != nil {
+			return nil, err
+		}
 	}
-	return os.Rename(tmp, filepath.Join(dir, syncFile))
+	var rec [syncRecordLen]byte
+	b, _ := json.Marshal(m)
+	n := copy(rec[:], b)
+	for i := n; i < len(rec)-1; i++ {
+		rec[i] = ' '
+	}
+	rec[len(rec)-1] = '\n'
+	if _, err := f.WriteAt(rec[:], 0); err != nil {
+		return f, err
+	}
+	return f, nil
 }
 
 // checkEmptied refuses a state folder that is missing or empty while the
@@ -171,11 +192,15 @@ func (j *Job) syncMark() error {
 	defer j.syncMu.Unlock()
 	m := SyncMark{Count: j.syncs + 1, Time: time.Now().UTC()}
 	b, _ := json.Marshal(m)
+	acks := j.acks.Load() // committed before this sync: covered by it
 	if err := j.write("syncing the log", func() error { return j.db.Set([]byte(keySync), b, pebble.Sync) }); err != nil {
 		return err
 	}
 	j.syncs = m.Count
-	if err := writeSyncFile(j.dir, m); err != nil && !errors.Is(err, os.ErrNotExist) {
+	j.acksSynced.Store(acks)
+	f, err := writeSyncFile(j.dir, j.syncF, m)
+	j.syncF = f
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		j.log.Debug().Err(err).Str("jobdir", j.dir).Msg("recording the sync mark failed")
 	}
 	return nil

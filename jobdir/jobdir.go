@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -119,9 +120,15 @@ type Job struct {
 	// write error (a full disk) db is not written again.
 	breaker pebblefatal.Breaker
 
-	syncMu  sync.Mutex
-	syncs   uint64    // count of the last sync mark (damage.go)
-	pending *Recovery // damage found by a read-only open
+	syncMu sync.Mutex
+	syncs  uint64   // count of the last sync mark (damage.go)
+	syncF  *os.File // JOBDIR/synced.json, once a mark was written
+
+	// Acknowledgements written and synced (LimitUnsynced).
+	maxUnsynced uint64
+	acks        atomic.Uint64 // committed
+	acksSynced  atomic.Uint64 // covered by a completed sync
+	pending     *Recovery     // damage found by a read-only open
 }
 
 // Open opens (or creates) the job directory dir for the spider named
@@ -480,6 +487,12 @@ func (j *Job) Close() error {
 	if err := j.closeDB(); err != nil {
 		errs = append(errs, fmt.Errorf("closing the database: %w", err))
 	}
+	j.syncMu.Lock()
+	if j.syncF != nil {
+		_ = j.syncF.Close()
+		j.syncF = nil
+	}
+	j.syncMu.Unlock()
 	j.unlock()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("JOBDIR %s: %w", j.dir, err)

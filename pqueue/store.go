@@ -142,6 +142,17 @@ type Store interface {
 	Close(ctx context.Context) error
 }
 
+// Flusher is implemented by stores that group their writes (the Pebble
+// store of JOBDIR): Push and Ack are recorded in memory at once and reach
+// the disk together, in order, as one atomic write, at the next Flush (or
+// earlier, when the store must read the disk or its pending writes grow
+// large). The scheduler's owner calls Flush at points where everything
+// recorded so far must be durable as a whole: the engine, once per turn of
+// its loop, before it starts new requests. An error wraps ErrStorage.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
 // Codec turns requests into bytes and back, for stores that persist them.
 // Implementations must write a versioned format so that a job directory
 // written by one release can be read by the next, and must keep callbacks

@@ -41,6 +41,7 @@ type scheduler struct {
 	q          pqueue.PriorityQueue
 	dedup      pqueue.Deduplicator // q, when it checks fingerprints itself
 	filter     *dupefilter.Filter
+	flusher    pqueue.Flusher // the store, when it groups its writes
 	depthLimit int
 	depthPrio  int
 	// depthLogged is set once a request beyond DEPTH_LIMIT was logged at
@@ -75,6 +76,7 @@ func newScheduler(d Deps, gated bool) (Scheduler, error) {
 		depthPrio:  d.Settings.Int("DEPTH_PRIORITY"),
 		debug:      d.Settings.Bool("SCHEDULER_DEBUG"),
 	}
+	s.flusher, _ = st.Queue.(pqueue.Flusher)
 	if dd, ok := q.(pqueue.Deduplicator); ok {
 		s.dedup = dd
 		dd.OnPushed(s.pushed)
@@ -199,6 +201,15 @@ func (s *scheduler) Done(ctx context.Context, job *Job) error {
 }
 
 func (s *scheduler) Len() int { return s.q.Len() }
+
+// Flush implements Flusher: the store's pending writes are committed.
+// Without a grouping store it does nothing.
+func (s *scheduler) Flush(ctx context.Context) error {
+	if s.flusher == nil {
+		return nil
+	}
+	return s.flusher.Flush(ctx)
+}
 
 // Changed implements Notifier: the queue's channel, or nil (never ready)
 // for queues that do not track scopes.

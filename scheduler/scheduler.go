@@ -83,6 +83,17 @@ type Batcher interface {
 	NextN(ctx context.Context, now time.Time, n int) ([]*Job, time.Duration, error)
 }
 
+// Flusher is implemented by schedulers whose storage groups its writes
+// (JOBDIR: pqueue.Flusher): what Enqueue and Done recorded since the last
+// Flush reaches the disk as one atomic write when Flush is called. The
+// engine calls it once per turn of its loop, before it starts new
+// requests, so that a crash loses at most the writes of one turn, and
+// always whole turns: a page's acknowledgement never without the requests
+// its callback produced. An error wraps pqueue.ErrStorage.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
 // Notifier is implemented by schedulers (and priority queues) that can
 // tell when a queued request may have become ready although no download
 // ended: a slot freed by a request sent outside the scheduler, a delay

@@ -40,11 +40,17 @@ func benchEntry(i int) *pqueue.Entry {
 // openSyncedStore opens a store as a crawl does: the job's background
 // syncer runs and every write asks it for a WAL sync.
 func openSyncedStore(b *testing.B, dir string) *jobStore {
+	return openSyncedStoreWith(b, dir, false)
+}
+
+// openSyncedStoreWith is openSyncedStore, with writes grouped until Flush
+// (as JOBDIR's store is) when group is true.
+func openSyncedStoreWith(b *testing.B, dir string, group bool) *jobStore {
 	j, err := jobdir.Open(dir, "test", jobdir.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: jobdir.Codec{Spider: &testSpider{}}, Prefix: jobdir.PrefixQueue, AfterWrite: j.Written})
+	s, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: jobdir.Codec{Spider: &testSpider{}}, Prefix: jobdir.PrefixQueue, AfterWrite: j.Written, GroupWrites: group})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -174,10 +180,29 @@ func BenchmarkPushPopSteady(b *testing.B) {
 // BenchmarkPushPopHeadSteady is BenchmarkPushPopSteady as the throttling-
 // aware queue drives a store: after each reserve it asks for the sub-queue's
 // next head (pqueue.ThrottlingAware.popReady), so the read-ahead must
-// survive Head.
+// survive Head. Each write is committed alone (the store without
+// GroupWrites).
 func BenchmarkPushPopHeadSteady(b *testing.B) {
+	benchPushPopHead(b, 0)
+}
+
+// BenchmarkPushPopHeadGrouped is BenchmarkPushPopHeadSteady with the
+// store as JOBDIR opens it (GroupWrites) and a Flush every pairs
+// push+pop pairs, as the engine flushes once per turn of its loop: a turn
+// handles the pages that finished since the last one, one when the crawl
+// is slow, several when it is fast (each page: its follow-up requests,
+// then its acknowledgement).
+func BenchmarkPushPopHeadGrouped(b *testing.B) {
+	for _, pairs := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("pairs-per-flush=%d", pairs), func(b *testing.B) { benchPushPopHead(b, pairs) })
+	}
+}
+
+// benchPushPopHead runs the steady state with a Flush every flushEvery
+// pairs (0: writes not grouped).
+func benchPushPopHead(b *testing.B, flushEvery int) {
 	ctx := context.Background()
-	s := openSyncedStore(b, b.TempDir())
+	s := openSyncedStoreWith(b, b.TempDir(), flushEvery > 0)
 	if err := s.Open(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -186,6 +211,9 @@ func BenchmarkPushPopHeadSteady(b *testing.B) {
 		if err := s.Push(ctx, benchEntry(i)); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		b.Fatal(err)
 	}
 	i := backlog
 	b.ResetTimer()
@@ -206,6 +234,11 @@ func BenchmarkPushPopHeadSteady(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
+		if flushEvery > 0 && i%flushEvery == 0 {
+			if err := s.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "push+pop/s")
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/1000, "CPU-µs/push+pop")

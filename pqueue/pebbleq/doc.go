@@ -25,6 +25,12 @@
 // entries stored, and Open puts them back in line with their IDs
 // (at-least-once delivery).
 //
+// With Options.GroupWrites (as the job directory opens it), pushes and
+// acknowledgements, with the fingerprints of the attached Set, wait in one
+// pending batch that Flush commits as one atomic write (the engine calls
+// it once per turn of its loop); the database is then always a prefix of
+// the calls, in whole flushes.
+//
 // Writes use pebble.NoSync: the job directory syncs the write-ahead log
 // periodically and on close (see jobdir.Options.SyncInterval). Pebble's
 // log is replayed as a prefix, so after a power failure the queue is as it

@@ -24,25 +24,81 @@ import (
 // fingerprint on disk whose request was lost, which would make the request
 // look like a duplicate forever.
 //
-// Memory holds only fingerprints not yet written (normally at most one);
-// lookups go to Pebble, whose bloom filters answer most misses without
-// reading a block.
+// Lookups first ask memory: the fingerprints not yet written or not yet
+// committed (normally a page's worth), then a bounded cache of the
+// fingerprints most recently looked up or added (RecentFingerprints, about
+// 3 MB), which answers most duplicates of a crawl (links to pages found a
+// moment ago: menus, siblings, parents) without touching Pebble, then a
+// bloom filter of every fingerprint (setfilter.go, 1.2 MB per million),
+// which answers most new fingerprints. Only the rest go to Pebble.
 type Set struct {
 	db     *pebble.DB
 	prefix string
 	write  func(op string, fn func() error) error // see Options.Write
+	flush  func(ctx context.Context) error        // the attached Store's Flush
 
 	mu      sync.Mutex
-	pending map[dupefilter.Fingerprint]struct{}
+	pending map[dupefilter.Fingerprint]struct{} // not yet in a batch
+	inBatch map[dupefilter.Fingerprint]struct{} // in a batch not yet committed
+	recent  recentSet
+	filter  setFilter // setfilter.go
 	n       int
 	counted bool
 }
 
 var _ dupefilter.Set = (*Set)(nil)
 
+// RecentFingerprints is how many fingerprints a Set remembers in memory,
+// in two generations of half as many: when the newer generation is full,
+// the older one is dropped. Memory is bounded (about 3 MB) whatever the
+// size of the crawl.
+const RecentFingerprints = 1 << 16
+
+// recentSet is a bounded set of fingerprints with two generations: a hit
+// in the older one moves the fingerprint to the newer one, so fingerprints
+// in use stay while the others age out.
+type recentSet struct {
+	cur, old map[dupefilter.Fingerprint]struct{}
+}
+
+func (r *recentSet) has(fp dupefilter.Fingerprint) bool {
+	if _, ok := r.cur[fp]; ok {
+		return true
+	}
+	if _, ok := r.old[fp]; ok {
+		r.add(fp)
+		return true
+	}
+	return false
+}
+
+func (r *recentSet) add(fp dupefilter.Fingerprint) {
+	if r.cur == nil {
+		r.cur = make(map[dupefilter.Fingerprint]struct{}, RecentFingerprints/2)
+	}
+	if len(r.cur) >= RecentFingerprints/2 {
+		// The older generation's map is reused for the new one.
+		old := r.old
+		clear(old)
+		r.old, r.cur = r.cur, old
+		if r.cur == nil {
+			r.cur = make(map[dupefilter.Fingerprint]struct{}, RecentFingerprints/2)
+		}
+	}
+	r.cur[fp] = struct{}{}
+}
+
+func (r *recentSet) remove(fp dupefilter.Fingerprint) {
+	delete(r.cur, fp)
+	delete(r.old, fp)
+}
+
 // NewSet returns a fingerprint set over db under prefix.
 func NewSet(db *pebble.DB, prefix string) *Set {
-	return &Set{db: db, prefix: prefix, pending: map[dupefilter.Fingerprint]struct{}{}, write: new(pebblefatal.Breaker).Do}
+	return &Set{
+		db: db, prefix: prefix, write: new(pebblefatal.Breaker).Do,
+		pending: map[dupefilter.Fingerprint]struct{}{}, inBatch: map[dupefilter.Fingerprint]struct{}{},
+	}
 }
 
 func (s *Set) key(fp dupefilter.Fingerprint) []byte {
@@ -56,28 +112,61 @@ func (s *Set) Add(ctx context.Context, fp dupefilter.Fingerprint) (bool, error) 
 	if _, ok := s.pending[fp]; ok {
 		return true, nil
 	}
-	_, closer, err := s.db.Get(s.key(fp))
+	if _, ok := s.inBatch[fp]; ok {
+		return true, nil
+	}
+	if s.recent.has(fp) {
+		return true, nil
+	}
+	maybe, err := s.maybeHas(fp)
+	if err != nil {
+		return false, err
+	}
+	if !maybe {
+		s.added(fp)
+		return false, nil
+	}
+	var kb [32]byte
+	_, closer, err := s.db.Get(append(append(kb[:0], s.prefix...), fp[:]...))
 	switch {
 	case err == nil:
 		closer.Close()
+		s.recent.add(fp)
 		return true, nil
 	case !errors.Is(err, pebble.ErrNotFound):
 		return false, fmt.Errorf("pebbleq: dupefilter lookup: %w", err)
 	}
-	s.pending[fp] = struct{}{}
-	s.n++
+	s.added(fp)
 	return false, nil
+}
+
+// added records fp, new, as seen: pending until the next push writes it.
+func (s *Set) added(fp dupefilter.Fingerprint) {
+	s.pending[fp] = struct{}{}
+	s.recent.add(fp)
+	s.remember(fp)
+	s.n++
 }
 
 // Forget implements dupefilter.Forgetter: a fingerprint whose request was
 // rejected is dropped from the pending ones, or deleted if already written.
 func (s *Set) Forget(ctx context.Context, fp dupefilter.Fingerprint) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.recent.remove(fp)
 	if _, ok := s.pending[fp]; ok {
 		delete(s.pending, fp)
 		s.n--
+		s.mu.Unlock()
 		return nil
+	}
+	_, inBatch := s.inBatch[fp]
+	s.mu.Unlock()
+	if inBatch && s.flush != nil {
+		// Written to the store's pending batch: commit it first, so that
+		// the delete comes after the write.
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
 	}
 	if err := s.write("dupefilter forget", func() error { return s.db.Delete(s.key(fp), pebble.NoSync) }); err != nil {
 		return fmt.Errorf("pebbleq: dupefilter forget: %w: %w", pqueue.ErrStorage, err)
@@ -91,13 +180,23 @@ var _ dupefilter.Forgetter = (*Set)(nil)
 func (s *Set) writePending(b *pebble.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var kb [32]byte
 	for fp := range s.pending {
-		if err := b.Set(s.key(fp), nil, nil); err != nil {
+		if err := b.Set(append(append(kb[:0], s.prefix...), fp[:]...), nil, nil); err != nil {
 			return err
 		}
+		s.inBatch[fp] = struct{}{}
 	}
 	clear(s.pending)
 	return nil
+}
+
+// committed tells the set that the batches its pending fingerprints went
+// to are committed.
+func (s *Set) committed() {
+	s.mu.Lock()
+	clear(s.inBatch)
+	s.mu.Unlock()
 }
 
 // Len implements dupefilter.Set. The first call counts the stored
@@ -134,5 +233,6 @@ func (s *Set) Close(ctx context.Context) error {
 	if err := s.write("dupefilter close", func() error { return b.Commit(pebble.NoSync) }); err != nil {
 		return fmt.Errorf("pebbleq: dupefilter close: %w: %w", pqueue.ErrStorage, err)
 	}
+	s.committed()
 	return nil
 }

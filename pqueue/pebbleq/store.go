@@ -41,9 +41,33 @@ type Options struct {
 	// never loses the items of a request it will not fetch again.
 	OnAck func(b *pebble.Batch) error
 	// AfterWrite, when set, is called after each committed write (push,
-	// ack, promotion), outside the store's lock. The job directory uses it
-	// to start a WAL sync soon (see jobdir.Options.SyncInterval).
+	// ack, promotion, a flush of grouped writes), possibly with the
+	// store's lock held: it must be quick and must not call the store.
+	// The job directory uses it to start a WAL sync soon (see
+	// jobdir.Options.SyncInterval).
 	AfterWrite func()
+	// GroupWrites makes Push and Ack, and the fingerprints of an attached
+	// Set, add to one pending Pebble batch instead of committing one
+	// batch each. The pending batch is committed, as one atomic write and
+	// in the order of the calls, by Flush, before the store reads the disk
+	// (a refill of a sub-queue, Nack, PromoteDue), when it reaches
+	// MaxPendingBytes, and by Close. Until then the calls are visible in
+	// memory (Len, Head, Reserve) but not on disk: a crash loses the
+	// pending writes as one, never a part of them, so the database stays
+	// a prefix of the calls. The engine calls Flush once per turn of its
+	// loop, before it starts new requests (see docs/jobs.md). OnAck runs
+	// once per flush that holds an acknowledgement.
+	GroupWrites bool
+	// MaxPendingBytes bounds the pending batch of GroupWrites (default 4
+	// MiB): a Push or Ack that makes it larger commits it.
+	MaxPendingBytes int
+	// AfterAcks, when set, is called with the store's lock held after a
+	// committed write that holds n acknowledgements (GroupWrites). The job
+	// directory uses it to bound the acknowledgements written but not yet
+	// synced: past a limit it waits for a sync of the log, so that a crash
+	// during a slow fsync cannot lose more than that many (see
+	// jobdir.Job.LimitUnsynced). An error fails the write.
+	AfterAcks func(n int) error
 	// Write, when set, runs every write of the store (and of its attached
 	// Set) to the database: fn commits, and Write returns its error. The
 	// job directory uses it to guard all writes to its database with one
@@ -67,6 +91,9 @@ type Store struct {
 	onAck  func(b *pebble.Batch) error
 	after  func()
 	write  func(op string, fn func() error) error
+	group  bool
+	maxPen int
+	acked  func(n int) error
 
 	seen *Set // fingerprints written with each push
 
@@ -80,6 +107,11 @@ type Store struct {
 	buffered int // entries held in read-ahead buffers
 	delayed  int // entries in the delayed set
 	due      time.Time
+
+	// GroupWrites: the writes not yet committed (write.go).
+	pend     *pebble.Batch
+	pendAcks int   // acknowledgements in pend
+	failed   error // a failed flush: every later write fails with it
 }
 
 type subq struct {
@@ -115,12 +147,16 @@ func New(db *pebble.DB, o Options) (*Store, error) {
 	if o.MaxBuffered <= 0 {
 		o.MaxBuffered = 1 << 16
 	}
+	if o.MaxPendingBytes <= 0 {
+		o.MaxPendingBytes = 4 << 20
+	}
 	if o.Write == nil {
 		o.Write = new(pebblefatal.Breaker).Do
 	}
 	p := []byte(o.Prefix)
 	return &Store{
 		db: db, codec: o.Codec, hb: o.HeadBuffer, maxBuf: o.MaxBuffered, onAck: o.OnAck, after: o.AfterWrite, write: o.Write,
+		group: o.GroupWrites, maxPen: o.MaxPendingBytes, acked: o.AfterAcks,
 		qp: append(slices.Clip(p), 'q'), dp: append(slices.Clip(p), 'd'), np: append(slices.Clip(p), 'n'),
 	}, nil
 }
@@ -131,6 +167,7 @@ func New(db *pebble.DB, o Options) (*Store, error) {
 func (s *Store) AttachSet(set *Set) {
 	s.seen = set
 	set.write = s.write
+	set.flush = s.Flush
 }
 
 // Open implements pqueue.Store: it counts the stored entries per
@@ -216,63 +253,6 @@ func (s *Store) subq(name string) *subq {
 	return q
 }
 
-// Push implements pqueue.Store. A request the codec cannot encode is
-// rejected with the codec's error and nothing is stored.
-func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
-	reqBytes, err := s.codec.Encode(e.Req)
-	if err != nil {
-		return err
-	}
-	if s.after != nil {
-		defer s.after()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.open {
-		return pqueue.ErrClosed
-	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	id := s.nextID + 1
-	if id > s.idLimit {
-		s.idLimit = id + idBlock - 1
-		if err := b.Set(s.np, binary.BigEndian.AppendUint64(nil, s.idLimit), nil); err != nil {
-			return err
-		}
-	}
-	info := e.Info
-	info.ID = pqueue.ID(id)
-	val := appendRecord(nil, info, reqBytes)
-	var key []byte
-	if !info.NotBefore.IsZero() {
-		key = s.delayedKey(info.NotBefore, id)
-	} else {
-		key = s.queueKey(s.subq(info.Queue), info.Priority, id)
-	}
-	if err := b.Set(key, val, nil); err != nil {
-		return err
-	}
-	if s.seen != nil {
-		if err := s.seen.writePending(b); err != nil {
-			return err
-		}
-	}
-	if err := s.commit("push", b); err != nil {
-		return fmt.Errorf("pebbleq: push %s: %w: %w", e.Req, pqueue.ErrStorage, err)
-	}
-	s.nextID = id
-	e.ID = info.ID
-	if !info.NotBefore.IsZero() {
-		if s.delayed == 0 || info.NotBefore.Before(s.due) {
-			s.due = info.NotBefore
-		}
-		s.delayed++
-		return nil
-	}
-	s.inLine(s.subq(info.Queue), &item{key: key, info: info, val: val})
-	return nil
-}
-
 // inLine counts it as waiting in q, buffering it when it sorts within the
 // part of q already read into memory.
 func (s *Store) inLine(q *subq, it *item) {
@@ -299,6 +279,10 @@ func (s *Store) inLine(q *subq, it *item) {
 func (s *Store) fill(q *subq, limit int) error {
 	if len(q.buf) > 0 || q.n == 0 {
 		return nil
+	}
+	// The entries to read may still be in the pending batch.
+	if err := s.flushLocked(); err != nil {
+		return err
 	}
 	lower := q.prefix
 	if q.cursor != nil {
@@ -407,41 +391,6 @@ func (s *Store) Reserve(ctx context.Context, queue string) (pqueue.Entry, error)
 	return pqueue.Entry{Info: it.info, Req: req}, nil
 }
 
-// Ack implements pqueue.Store: the entry is deleted from disk.
-func (s *Store) Ack(ctx context.Context, id pqueue.ID) error {
-	if s.after != nil {
-		defer s.after()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.open {
-		return pqueue.ErrClosed
-	}
-	it, ok := s.reserved[id]
-	if !ok {
-		return fmt.Errorf("ack %d: %w", id, pqueue.ErrUnknownID)
-	}
-	if s.onAck == nil {
-		if err := s.write("ack", func() error { return s.db.Delete(it.key, pebble.NoSync) }); err != nil {
-			return fmt.Errorf("pebbleq: ack %d: %w: %w", id, pqueue.ErrStorage, err)
-		}
-	} else {
-		b := s.db.NewBatch()
-		defer b.Close()
-		if err := s.onAck(b); err != nil {
-			// The acknowledgement's companions (the feeds' flush) failed:
-			// the entry stays, and the crawl cannot go on.
-			return fmt.Errorf("pebbleq: ack %d: %w: %w", id, pqueue.ErrStorage, err)
-		}
-		_ = b.Delete(it.key, nil)
-		if err := s.commit("ack", b); err != nil {
-			return fmt.Errorf("pebbleq: ack %d: %w: %w", id, pqueue.ErrStorage, err)
-		}
-	}
-	delete(s.reserved, id)
-	return nil
-}
-
 // Nack implements pqueue.Store.
 func (s *Store) Nack(ctx context.Context, id pqueue.ID) error {
 	s.mu.Lock()
@@ -455,6 +404,9 @@ func (s *Store) Nack(ctx context.Context, id pqueue.ID) error {
 	}
 	q := s.subq(it.info.Queue)
 	if q.cursor != nil && bytes.Compare(it.key, q.cursor) <= 0 {
+		if err := s.flushLocked(); err != nil {
+			return fmt.Errorf("pebbleq: nack %d: %w", id, err)
+		}
 		v, closer, err := s.db.Get(it.key)
 		if err != nil {
 			return fmt.Errorf("pebbleq: nack %d: %w", id, err)
@@ -489,6 +441,10 @@ func (s *Store) PromoteDue(ctx context.Context, now time.Time) ([]pqueue.Info, e
 	}
 	if s.delayed == 0 || s.due.After(now) {
 		return nil, nil
+	}
+	// Delayed entries to move may still be in the pending batch.
+	if err := s.flushLocked(); err != nil {
+		return nil, err
 	}
 	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: s.dp, UpperBound: s.dueBound(now)})
 	if err != nil {
@@ -526,6 +482,7 @@ func (s *Store) PromoteDue(ctx context.Context, now time.Time) ([]pqueue.Info, e
 	if err := s.commit("promote delayed entries", b); err != nil {
 		return nil, fmt.Errorf("pebbleq: promote delayed entries: %w: %w", pqueue.ErrStorage, err)
 	}
+	s.wrote()
 	out := make([]pqueue.Info, len(moved))
 	for i, it := range moved {
 		s.delayed--
@@ -554,18 +511,22 @@ func (s *Store) firstDue() (time.Time, error) {
 	return decodeTime(it.Key()[len(s.dp):]), nil
 }
 
-// Close implements pqueue.Store. Every entry not acknowledged, reserved
-// ones included, stays in the database; the database itself is left open
-// for its owner to close.
+// Close implements pqueue.Store: pending writes (GroupWrites) are
+// committed, and every entry not acknowledged, reserved ones included,
+// stays in the database; the database itself is left open for its owner
+// to close.
 func (s *Store) Close(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var err error
+	if s.failed == nil { // a failed flush was reported when it failed
+		err = s.flushLocked()
+	}
+	if s.pend != nil {
+		_ = s.pend.Close()
+		s.pend = nil
+	}
 	s.open = false
 	s.queues, s.reserved = nil, nil
-	return nil
-}
-
-// commit commits b through the write hook.
-func (s *Store) commit(op string, b *pebble.Batch) error {
-	return s.write(op, func() error { return b.Commit(pebble.NoSync) })
+	return err
 }

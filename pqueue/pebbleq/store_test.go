@@ -28,21 +28,29 @@ var _ pqueue.Codec = jobdir.Codec{}
 // jobStore is a store together with the job that owns its database.
 type jobStore struct {
 	*pebbleq.Store
-	job *jobdir.Job
-	dir string
+	job  *jobdir.Job
+	dir  string
+	opts pebbleq.Options
 }
 
 func openStore(t testing.TB, dir string, hb int) *jobStore {
+	t.Helper()
+	return openStoreWith(t, dir, pebbleq.Options{HeadBuffer: hb})
+}
+
+// openStoreWith opens a store with o, its Codec and Prefix filled in.
+func openStoreWith(t testing.TB, dir string, o pebbleq.Options) *jobStore {
 	t.Helper()
 	j, err := jobdir.Open(dir, "test", jobdir.Options{SyncInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: jobdir.Codec{Spider: &testSpider{}}, Prefix: jobdir.PrefixQueue, HeadBuffer: hb})
+	o.Codec, o.Prefix = jobdir.Codec{Spider: &testSpider{}}, jobdir.PrefixQueue
+	s, err := pebbleq.New(j.DB(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := &jobStore{Store: s, job: j, dir: dir}
+	js := &jobStore{Store: s, job: j, dir: dir, opts: o}
 	t.Cleanup(func() { js.Store.Close(context.Background()); js.job.Close() })
 	return js
 }
@@ -53,19 +61,33 @@ func (js *jobStore) reopen(t testing.TB) *jobStore {
 	if err := js.job.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return openStore(t, js.dir, 0)
+	return openStoreWith(t, js.dir, pebbleq.Options{GroupWrites: js.opts.GroupWrites})
+}
+
+// crash closes the job's database without closing the store, as a
+// killed process would leave it: pending grouped writes are lost.
+func (js *jobStore) crash(t testing.TB) *jobStore {
+	t.Helper()
+	if err := js.job.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return openStoreWith(t, js.dir, pebbleq.Options{GroupWrites: js.opts.GroupWrites})
 }
 
 func TestConformance(t *testing.T) {
-	for _, hb := range []int{1, 2, 32} {
-		t.Run(fmt.Sprintf("HeadBuffer=%d", hb), func(t *testing.T) {
-			storetest.Run(t, storetest.Options{
-				New: func(t *testing.T) pqueue.Store { return openStore(t, t.TempDir(), hb) },
-				Reopen: func(t *testing.T, old pqueue.Store) pqueue.Store {
-					return old.(*jobStore).reopen(t)
-				},
+	for _, group := range []bool{false, true} {
+		for _, hb := range []int{1, 2, 32} {
+			t.Run(fmt.Sprintf("GroupWrites=%v/HeadBuffer=%d", group, hb), func(t *testing.T) {
+				storetest.Run(t, storetest.Options{
+					New: func(t *testing.T) pqueue.Store {
+						return openStoreWith(t, t.TempDir(), pebbleq.Options{HeadBuffer: hb, GroupWrites: group})
+					},
+					Reopen: func(t *testing.T, old pqueue.Store) pqueue.Store {
+						return old.(*jobStore).reopen(t)
+					},
+				})
 			})
-		})
+		}
 	}
 }
 
@@ -75,11 +97,14 @@ func TestConformance(t *testing.T) {
 // they always agree.
 func TestMatchesMemoryStore(t *testing.T) {
 	ctx := context.Background()
-	for seed := range uint64(4) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+	for seed := range uint64(8) {
+		// Odd seeds group writes, flushed at random moments (and with
+		// a pending batch small enough to be committed by pushes too).
+		group := seed%2 == 1
+		t.Run(fmt.Sprintf("%d/GroupWrites=%v", seed, group), func(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(seed, 7))
 			dir := t.TempDir()
-			ps := openStore(t, dir, 1+int(seed)*3)
+			ps := openStoreWith(t, dir, pebbleq.Options{HeadBuffer: 1 + int(seed/2)*3, GroupWrites: group, MaxPendingBytes: 2048})
 			if err := ps.Open(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -172,6 +197,11 @@ func TestMatchesMemoryStore(t *testing.T) {
 						ms.Nack(ctx, toMem[id])
 					}
 					reserved = nil
+				}
+				if group && rnd.IntN(8) == 0 {
+					if err := ps.Flush(ctx); err != nil {
+						t.Fatal(err)
+					}
 				}
 				if ps.Len() != ms.Len() {
 					t.Fatalf("step %d: Len %d, memory %d", step, ps.Len(), ms.Len())
