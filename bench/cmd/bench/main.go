@@ -326,7 +326,19 @@ func table(runs []*run) []row {
 		}
 		return r.result.RSS[0].RSSMB, true
 	})
-	add("S1M", "RSS MB at the end / at 100k", "<= 1.2 (jobdir: <= 150 MB)", false, func(r *run) (float64, bool) {
+	// The target is a flat curve after warm-up: the highest sample from
+	// 100k pages on (not only the last one) against the one at 100k.
+	add("S1M", "RSS MB highest / at 100k", "<= 1.2 (jobdir: <= 150 MB)", false, func(r *run) (float64, bool) {
+		if len(r.result.RSS) == 0 || r.result.RSS[0].RSSMB == 0 {
+			return 0, false
+		}
+		hi := 0.0
+		for _, p := range r.result.RSS {
+			hi = max(hi, p.RSSMB)
+		}
+		return hi / r.result.RSS[0].RSSMB, true
+	})
+	add("S1M", "RSS MB at the end / at 100k", "", false, func(r *run) (float64, bool) {
 		if len(r.result.RSS) == 0 || r.result.RSS[0].RSSMB == 0 {
 			return 0, false
 		}
