@@ -55,6 +55,9 @@ func setMissing(req *spider.Request, h http.Header) {
 		if _, ok := req.Header[k]; ok {
 			continue
 		}
+		if k == "Referer" && req.Referer != "" {
+			continue // the Referer field is the request's own Referer header
+		}
 		if req.Header == nil {
 			req.Header = http.Header{}
 		}
