@@ -204,7 +204,9 @@ func (l *loopState) wantStarts() bool {
 // (JOBDIR), everything recorded since the last turn (the requests callbacks
 // produced, their fingerprints, the acknowledgements of finished jobs, the
 // start requests just fed) is committed as one write before anything new
-// starts. A crash therefore loses whole turns only, and never more
+// starts. Writes reach Pebble in order (the store may commit part of a
+// turn early, before it reads the disk), so a crash never keeps an
+// acknowledgement without the requests it implies, and never loses more
 // acknowledgements than there were jobs unfinished (maxActive), as when
 // each acknowledgement was written alone.
 func (l *loopState) flush() {

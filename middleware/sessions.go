@@ -137,7 +137,11 @@ func (m *Sessions) WrapFetcher(next Fetcher) Fetcher {
 				// The request's own headers win; those the DefaultHeaders
 				// and UserAgent middlewares filled in give way.
 				k = http.CanonicalHeaderKey(k)
-				if cur := send.Header.Get(k); cur == "" || cur == m.defaults[k] {
+				cur := send.Header.Get(k)
+				if k == "Referer" {
+					cur = send.RefererHeader() // the page's referer is the request's own
+				}
+				if cur == "" || cur == m.defaults[k] {
 					send.Header.Set(k, v)
 				}
 			}
