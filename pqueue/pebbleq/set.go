@@ -29,7 +29,8 @@ import (
 // fingerprints most recently looked up or added (RecentFingerprints, about
 // 3 MB), which answers most duplicates of a crawl (links to pages found a
 // moment ago: menus, siblings, parents) without touching Pebble, then a
-// bloom filter of every fingerprint (setfilter.go, 1.2 MB per million),
+// bloom filter of every fingerprint (setfilter.go, 1.2 MB for the first
+// million, grown by layers),
 // which answers most new fingerprints. Only the rest go to Pebble.
 type Set struct {
 	db     *pebble.DB

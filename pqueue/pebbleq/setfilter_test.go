@@ -61,8 +61,26 @@ func TestSetFilterGrows(t *testing.T) {
 			s.committed()
 		}
 	}
-	if s.filter.cap < 1000 {
-		t.Fatalf("filter sized for %d after 1000 fingerprints", s.filter.cap)
+	// 256 + 512 + 1024: grown by layers, without reading the disk again.
+	if got := len(s.filter.full); got != 2 || s.filter.cap != 1024 {
+		t.Fatalf("filter has %d full layers and a newest of %d after 1000 fingerprints, want 2 and 1024", got, s.filter.cap)
+	}
+	if s.filter.builds != 1 {
+		t.Fatalf("the disk was read %d times to build the filter, want once", s.filter.builds)
+	}
+	// The layers' false positives add up to less than twice the first's.
+	maybe := 0
+	for i := 100_000; i < 120_000; i++ {
+		if m, err := s.maybeHas(fp(i)); err != nil {
+			t.Fatal(err)
+		} else if m {
+			maybe++
+		}
+	}
+	rate := float64(maybe) / 20_000
+	t.Logf("false positives over %d layers: %.2f %%", len(s.filter.full)+1, 100*rate)
+	if rate > 2*filterFalsePositives {
+		t.Errorf("false positives %.2f %% over the layers, want under %.0f %%", 100*rate, 200*filterFalsePositives)
 	}
 	s.recent = recentSet{} // make every lookup reach the filter
 	for i := range 1000 {
