@@ -23,18 +23,8 @@ end
 if conc then return {num(now), 'slot'} end
 if worst > 0 then return {num(now), 'wait', num(worst)} end
 if rate > 0 and #names > 0 then
-  local v = redis.call('HMGET', P .. 'sr', 'tk', 'lt')
-  local tk, lt = tonumber(v[1]), tonumber(v[2])
-  if not tk then tk, lt = burst, now end
-  if now > lt then
-    tk = math.min(burst, tk + (now - lt) / 1000 * rate)
-    lt = now
-  end
-  if tk < 1 then
-    redis.call('HSET', P .. 'sr', 'tk', num(tk), 'lt', num(lt))
-    return {num(now), 'wait', num((1 - tk) / rate * 1000)}
-  end
-  redis.call('HSET', P .. 'sr', 'tk', num(tk - 1), 'lt', num(lt))
+  local wait = take_start_token(now, rate, burst)
+  if wait > 0 then return {num(now), 'wait', num(wait)} end
 end
 local id8 = pack_id(redis.call('INCR', KEYS[1]) * 1024 + shard)
 for j, s in ipairs(names) do

@@ -145,6 +145,23 @@ local GF = {'d', 'jl', 'jh', 'c', 'bu', 'q', 'w', 'vu', 'vo', 'sl', 'su', 'a', '
   'ns', 'ot'}
 local GF_JF = 14 -- index of 'jf' in GF (its default is 1, not 0)
 
+-- take_start_token takes a token of the start-rate bucket (rate tokens a
+-- second, burst at most) at now; it returns 0, or how many ms until one is
+-- available (nothing taken).
+local function take_start_token(now, rate, burst)
+  local v = redis.call('HMGET', P .. 'sr', 'tk', 'lt')
+  local tk, lt = tonumber(v[1]), tonumber(v[2])
+  if not tk then tk, lt = burst, now end
+  if now > lt then
+    tk = math.min(burst, tk + (now - lt) / 1000 * rate)
+    lt = now
+  end
+  local wait = 0
+  if tk >= 1 then tk = tk - 1 else wait = (1 - tk) / rate * 1000 end
+  redis.call('HSET', P .. 'sr', 'tk', num(tk), 'lt', num(lt))
+  return wait
+end
+
 local function gkey(s) return P .. 's:' .. s end
 
 local function gate_load(s)

@@ -26,22 +26,6 @@ for _, g in ipairs(redis.call('ZRANGEBYSCORE', P .. 'timed', '-inf', num(now), '
   to_ready(g, 't')
 end
 
--- take_token takes a start-rate token; it returns 0, or how long until
--- one is available (nothing taken).
-local function take_token()
-  local v = redis.call('HMGET', P .. 'sr', 'tk', 'lt')
-  local tk, lt = tonumber(v[1]), tonumber(v[2])
-  if not tk then tk, lt = burst, now end
-  if now > lt then
-    tk = math.min(burst, tk + (now - lt) / 1000 * rate)
-    lt = now
-  end
-  local wait = 0
-  if tk >= 1 then tk = tk - 1 else wait = (1 - tk) / rate * 1000 end
-  redis.call('HSET', P .. 'sr', 'tk', num(tk), 'lt', num(lt))
-  return wait
-end
-
 local jobs, stales, tokenWait, nu, evals = {}, {}, 0, 0, 0
 while #jobs < maxJobs and evals < scan do
   local top = redis.call('ZRANGE', P .. 'ready', 0, 0)
@@ -82,7 +66,7 @@ while #jobs < maxJobs and evals < scan do
       redis.call('ZADD', P .. 'timed', num(at), g)
     else
       if rate > 0 and #names > 0 then
-        tokenWait = take_token()
+        tokenWait = take_start_token(now, rate, burst)
         if tokenWait > 0 then break end
       end
       redis.call('ZREM', P .. 'q:' .. g, m)
