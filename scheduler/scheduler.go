@@ -84,15 +84,13 @@ type Batcher interface {
 }
 
 // Flusher is implemented by schedulers whose storage groups its writes
-// (JOBDIR: pqueue.Flusher): what Enqueue and Done recorded since the last
-// Flush reaches the disk as one atomic write when Flush is called. The
-// engine calls it once per turn of its loop, before it starts new
-// requests, so that a crash loses at most the writes of one turn, and
-// always whole turns: a page's acknowledgement never without the requests
-// its callback produced. An error wraps pqueue.ErrStorage.
-type Flusher interface {
-	Flush(ctx context.Context) error
-}
+// (JOBDIR): what Enqueue and Done recorded since the last Flush reaches the
+// disk, in order, when Flush is called. The engine calls it once per turn
+// of its loop, before it starts new requests, so that a crash never keeps
+// a page's acknowledgement without the requests its callback produced. It
+// is the store's interface (pqueue.Flusher), which the default scheduler
+// passes on; an error wraps pqueue.ErrStorage.
+type Flusher = pqueue.Flusher
 
 // Notifier is implemented by schedulers (and priority queues) that can
 // tell when a queued request may have become ready although no download
