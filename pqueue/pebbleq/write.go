@@ -61,10 +61,8 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 		}
 	}
 	if s.group {
-		if b.Len() >= s.maxPen {
-			if err := s.flushLocked(); err != nil {
-				return err
-			}
+		if err := s.spill(); err != nil {
+			return err
 		}
 	} else {
 		if err := s.commit("push", b); err != nil {
@@ -109,10 +107,8 @@ func (s *Store) Ack(ctx context.Context, id pqueue.ID) error {
 			return s.broken("ack", err)
 		}
 		s.pendAcks++
-		if s.pend.Len() >= s.maxPen {
-			if err := s.flushLocked(); err != nil {
-				return err
-			}
+		if err := s.spill(); err != nil {
+			return err
 		}
 	case s.onAck == nil:
 		if err := s.write("ack", func() error { return s.db.Delete(it.key, pebble.NoSync) }); err != nil {
@@ -231,6 +227,15 @@ func (s *Store) batch() *pebble.Batch {
 		return s.pendingBatch()
 	}
 	return s.db.NewBatch()
+}
+
+// spill commits the pending batch once it holds MaxPendingBytes. s.mu is
+// held.
+func (s *Store) spill() error {
+	if s.pend != nil && s.pend.Len() >= s.maxPen {
+		return s.flushLocked()
+	}
+	return nil
 }
 
 func (s *Store) pendingBatch() *pebble.Batch {
