@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -71,24 +70,19 @@ func (m *Referer) WrapHandler(next Handler) Handler {
 
 // pageReferrer is the page a request was found on, with the two referrer
 // values a policy can give for it (the URL without credentials and
-// fragment, and its origin) computed once, on first use, and shared by all
-// the requests of that page. A callback may emit from several goroutines.
+// fragment, and its origin), computed once per page and shared by all the
+// requests of that page.
 type pageReferrer struct {
-	url                  *url.URL
-	fullOnce, originOnce sync.Once
-	full, origin         string
+	url          *url.URL
+	full, origin string
 }
 
-func newPageReferrer(u *url.URL) *pageReferrer { return &pageReferrer{url: u} }
-
-func (p *pageReferrer) fullURL() string {
-	p.fullOnce.Do(func() { p.full = stripURL(p.url) })
-	return p.full
-}
-
-func (p *pageReferrer) originURL() string {
-	p.originOnce.Do(func() { p.origin = p.url.Scheme + "://" + p.url.Host + "/" })
-	return p.origin
+func newPageReferrer(u *url.URL) *pageReferrer {
+	p := &pageReferrer{url: u}
+	if u != nil && (u.Scheme == "http" || u.Scheme == "https") {
+		p.full, p.origin = stripURL(u), u.Scheme+"://"+u.Host+"/"
+	}
+	return p
 }
 
 // refererPolicy is a W3C referrer policy name.
@@ -139,7 +133,7 @@ func (p refererPolicy) referrer(page *pageReferrer, to *url.URL) string {
 	}
 	sameOrigin := from.Scheme == to.Scheme && strings.EqualFold(spider.HostKey(from), spider.HostKey(to))
 	downgrade := from.Scheme == "https" && to.Scheme != "https"
-	full, origin := page.fullURL, page.originURL
+	full, origin := page.full, page.origin
 	switch p {
 	case "no-referrer":
 		return ""
@@ -147,34 +141,34 @@ func (p refererPolicy) referrer(page *pageReferrer, to *url.URL) string {
 		if downgrade {
 			return ""
 		}
-		return full()
+		return full
 	case "same-origin":
 		if sameOrigin {
-			return full()
+			return full
 		}
 		return ""
 	case "origin":
-		return origin()
+		return origin
 	case "strict-origin":
 		if downgrade {
 			return ""
 		}
-		return origin()
+		return origin
 	case "origin-when-cross-origin":
 		if sameOrigin {
-			return full()
+			return full
 		}
-		return origin()
+		return origin
 	case "strict-origin-when-cross-origin":
 		if sameOrigin {
-			return full()
+			return full
 		}
 		if downgrade {
 			return ""
 		}
-		return origin()
+		return origin
 	case "unsafe-url":
-		return full()
+		return full
 	}
 	return ""
 }
