@@ -159,12 +159,16 @@ func (f *Frontier) Open(ctx context.Context) error {
 	f.mu.Lock()
 	copy(f.counts, per)
 	f.mu.Unlock()
+	ps, chans, err := f.subscribe(ctx)
+	if err != nil {
+		return err
+	}
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
 	f.opened = true
 	go f.flushLoop(bctx)
 	f.bg.Go(func() { f.renewLoop(bctx) })
-	f.bg.Go(func() { f.subscribe(bctx) })
+	f.bg.Go(func() { f.listen(bctx, ps, chans) })
 	return nil
 }
 

@@ -99,14 +99,39 @@ func (f *Frontier) renewLoop(ctx context.Context) {
 	}
 }
 
-// subscribe listens to the wake-up channels of the shards: a script that
-// frees slots wanted by parked requests publishes on its shard's channel.
-func (f *Frontier) subscribe(ctx context.Context) {
+// subscribe subscribes to the wake-up channels of the shards (a script
+// that frees slots wanted by parked requests publishes on its shard's
+// channel) and returns once Redis has confirmed every channel: a wake-up
+// published after Open returns is never missed. Without the confirmation
+// a slot freed in the first milliseconds would only be noticed at the next
+// PollInterval.
+func (f *Frontier) subscribe(ctx context.Context) (*redis.PubSub, []string, error) {
 	chans := make([]string, f.l.shards)
 	for k := range chans {
 		chans[k] = f.l.ShardKey(k, "wake")
 	}
 	ps := f.c.Subscribe(ctx, chans...)
+	for confirmed := 0; confirmed < len(chans); {
+		msg, err := ps.Receive(ctx)
+		if err != nil {
+			ps.Close()
+			return nil, nil, fmt.Errorf("redisq: subscribing to the wake-up channels: %w", err)
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				confirmed++
+			}
+		case *redis.Message: // a wake-up right after a confirmation
+			f.wakeChannel(chans, m.Channel)
+		}
+	}
+	return ps, chans, nil
+}
+
+// listen turns the messages of the wake-up channels into wake-ups until ctx
+// ends.
+func (f *Frontier) listen(ctx context.Context, ps *redis.PubSub, chans []string) {
 	defer ps.Close()
 	ch := ps.Channel(redis.WithChannelHealthCheckInterval(5 * time.Second))
 	for {
@@ -117,11 +142,15 @@ func (f *Frontier) subscribe(ctx context.Context) {
 			if !ok {
 				return
 			}
-			for k, name := range chans {
-				if m.Channel == name {
-					f.wakeShard(k)
-				}
-			}
+			f.wakeChannel(chans, m.Channel)
+		}
+	}
+}
+
+func (f *Frontier) wakeChannel(chans []string, name string) {
+	for k, c := range chans {
+		if c == name {
+			f.wakeShard(k)
 		}
 	}
 }
