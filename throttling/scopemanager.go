@@ -108,6 +108,9 @@ func (m *ThrottlingScopeManager) RecordBackoff(now time.Time, sig BackoffSignal)
 // signal.
 func (m *ThrottlingScopeManager) RecordOutcome(now time.Time, o Outcome) {
 	m.tick(now)
+	if o.Class == OutcomeNotSent {
+		m.gate.GiveBack(o.SentAt, o.Amount)
+	}
 	m.gate.RecordDone(now, o.Class, o.Latency)
 	m.lastUsed = now
 	if !o.Signal.empty() {
