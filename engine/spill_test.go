@@ -34,6 +34,12 @@ type orderSpider struct {
 func (*orderSpider) Name() string { return "order" }
 
 func (s *orderSpider) Parse(ctx context.Context, res *spider.Response, out spider.Output) error {
+	return s.Page(ctx, res, out)
+}
+
+// Page is the callback of followed links: a method other than Parse, so
+// that spilled requests must find it again by name.
+func (s *orderSpider) Page(ctx context.Context, res *spider.Response, out spider.Output) error {
 	doc, err := res.Doc()
 	if err != nil {
 		return err
@@ -45,7 +51,7 @@ func (s *orderSpider) Parse(ctx context.Context, res *spider.Response, out spide
 	if s.onPage != nil {
 		s.onPage(n)
 	}
-	out.FollowAll(res, doc.Find("a[href]"), s.Parse)
+	out.FollowAll(res, doc.Find("a[href]"), s.Page)
 	s.done <- struct{}{}
 	return nil
 }
