@@ -414,9 +414,10 @@ func (s *Store) Close(ctx context.Context) error {
 		}
 		if err := os.RemoveAll(s.dir); err != nil {
 			errs = append(errs, fmt.Errorf("spillq: removing the spill folder: %w", err))
+		} else {
+			s.o.Log.Info().Str("dir", s.dir).Int("spilled", s.spilled).Int("kept_in_memory", s.kept).
+				Msg("scheduler queue: temporary spill folder removed")
 		}
-		s.o.Log.Info().Str("dir", s.dir).Int("spilled", s.spilled).Int("kept_in_memory", s.kept).
-			Msg("scheduler queue: temporary spill folder removed")
 		s.disk, s.db, s.runs, s.reserved = nil, nil, nil, nil
 	}
 	return errors.Join(errs...)
