@@ -27,18 +27,25 @@ func cpuTime() time.Duration {
 // of 100,000 requests: one op is a Push, a Reserve and an Ack, with a
 // Flush every 64 ops (the engine's loop turn). "memory" keeps everything
 // in memory (limit above the frontier), "spill" keeps 1,000 in memory and
-// the rest on disk, "memstore" is the plain pqueue.MemoryStore.
+// the rest on disk (writes grouped until Flush, as the store does, or
+// "ungrouped", each committed alone), "memstore" is the plain
+// pqueue.MemoryStore.
 func BenchmarkSteadyState(b *testing.B) {
 	const frontier = 100_000
 	ctx := context.Background()
 	for _, c := range []struct {
-		name  string
-		limit int
-	}{{"memstore", 0}, {"memory", 2 * frontier}, {"spill", 1000}} {
+		name    string
+		limit   int
+		ungroup bool
+	}{{"memstore", 0, false}, {"memory", 2 * frontier, false}, {"spill", 1000, false}, {"spill-ungrouped", 1000, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			var s pqueue.Store = pqueue.NewMemoryStore()
 			if c.limit > 0 {
-				s = newStore(b, spillq.Options{Limit: c.limit})
+				ss := newStore(b, spillq.Options{Limit: c.limit})
+				if c.ungroup {
+					spillq.Ungroup(ss)
+				}
+				s = ss
 			}
 			if err := s.Open(ctx); err != nil {
 				b.Fatal(err)

@@ -60,9 +60,10 @@ type Store struct {
 	// reserved holds the disk entries reserved: this store's ID -> the
 	// disk store's.
 	reserved map[pqueue.ID]pqueue.ID
-	spills   int // times spilling started
-	spilled  int // entries pushed to disk
-	kept     int // entries kept in memory because the codec refused them
+	ungroup  bool // commit each write alone (benchmarks: what grouping saves)
+	spills   int  // times spilling started
+	spilled  int  // entries pushed to disk
+	kept     int  // entries kept in memory because the codec refused them
 }
 
 // diskRun says that disk IDs from disk on map to store IDs from id on,
@@ -456,7 +457,7 @@ func (s *Store) openDisk(ctx context.Context) error {
 		Codec:       codec{s.o.Codec},
 		HeadBuffer:  s.o.HeadBuffer,
 		MaxBuffered: s.o.MaxBuffered,
-		GroupWrites: true,
+		GroupWrites: !s.ungroup,
 		Write:       b.Do,
 	})
 	if err == nil {
