@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/internal/pebblefatal"
+	"github.com/gocrawl/gocrawl/internal/privfs"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/pqueue/pebbleq"
 	"github.com/gocrawl/gocrawl/spider"
@@ -442,6 +443,9 @@ func (s *Store) openDisk(ctx context.Context) error {
 	err = b.Do("opening the database", func() (err error) {
 		db, err = pebble.Open(dir, &pebble.Options{
 			Logger: b.Logger(),
+			// Spilled requests carry their headers (Authorization):
+			// files 0600 in a 0700 folder, whatever the umask.
+			FS: privfs.FS(nil),
 			// Nothing is resumable: no log to write, nothing to sync.
 			DisableWAL: true,
 			// Pebble's memtable and cache are the memory the spill

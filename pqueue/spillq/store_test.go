@@ -238,8 +238,17 @@ func TestSpillBoundsMemory(t *testing.T) {
 		t.Fatalf("only %d of %d pushes spilled", s.Spilled(), n)
 	}
 	dir := s.Dir()
-	if _, err := os.Stat(dir); err != nil || filepath.Dir(dir) != parent {
-		t.Fatalf("spill folder %q (in %q): %v", dir, parent, err)
+	if fi, err := os.Stat(dir); err != nil || filepath.Dir(dir) != parent || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("spill folder %q (in %q): %v, want a private folder", dir, parent, err)
+	}
+	files, _ := os.ReadDir(dir)
+	for _, f := range files {
+		if fi, err := f.Info(); err == nil && !fi.IsDir() && fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("spill file %s has mode %v, want private", f.Name(), fi.Mode().Perm())
+		}
+	}
+	if len(files) == 0 {
+		t.Error("nothing in the spill folder")
 	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
