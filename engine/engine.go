@@ -121,7 +121,8 @@ type Result struct {
 	// Err is the error that stopped the crawl early, nil when it ended
 	// normally or was stopped on purpose: the job directory or a feed
 	// could not be written (a full disk), or the scheduler failed.
-	// Reason then says which ("jobdir_error", "feed_error",
+	// Reason then says which ("jobdir_error", "spill_error" for the
+	// temporary queue folder of a crawl without JOBDIR, "feed_error",
 	// "scheduler_error"). The gocrawl command exits with status 1.
 	Err error
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 
+	"github.com/gocrawl/gocrawl/jobdir"
+	"github.com/gocrawl/gocrawl/pqueue/spillq"
 	"github.com/gocrawl/gocrawl/scheduler"
 )
 
@@ -12,7 +14,8 @@ import (
 // here, its seeding and end in loop.go.
 
 // jobStorage returns the scheduler storage of the job (JOBDIR) or of the
-// shared job (REDIS_URL), or nil (memory) without one.
+// shared job (REDIS_URL), or without one the memory queue that spills to
+// disk past SCHEDULER_MEMORY_MAX_REQUESTS (nil, all in memory, when 0).
 func (e *Engine) jobStorage() (*scheduler.Storage, error) {
 	if e.shared != nil {
 		st, err := e.shared.Storage(e.crawler)
@@ -22,7 +25,7 @@ func (e *Engine) jobStorage() (*scheduler.Storage, error) {
 		return st, nil
 	}
 	if e.job == nil {
-		return nil, nil
+		return e.spillStorage()
 	}
 	// A crash repeats the requests in flight; bound the acknowledgements
 	// a slow fsync can leave unsynced to about as many.
@@ -65,4 +68,26 @@ func (e *Engine) checkpointJob() error {
 		return fmt.Errorf("JOBDIR: saving the crawl's state: %w", err)
 	}
 	return nil
+}
+
+// spillStorage returns the in-memory queue of a crawl without JOBDIR that
+// keeps at most SCHEDULER_MEMORY_MAX_REQUESTS requests in memory and
+// spills the rest to a temporary folder in SCHEDULER_SPILL_DIR (see
+// package spillq), or nil when the limit is 0. Nothing is created on disk
+// unless the queue grows past the limit.
+func (e *Engine) spillStorage() (*scheduler.Storage, error) {
+	limit := e.set.Int("SCHEDULER_MEMORY_MAX_REQUESTS")
+	if limit <= 0 {
+		return nil, nil
+	}
+	q, err := spillq.New(spillq.Options{
+		Limit: limit,
+		Dir:   e.set.String("SCHEDULER_SPILL_DIR"),
+		Codec: jobdir.Codec{Spider: e.sp},
+		Log:   e.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("SCHEDULER_MEMORY_MAX_REQUESTS: %w", err)
+	}
+	return &scheduler.Storage{Queue: q}, nil
 }

@@ -214,7 +214,7 @@ func (l *loopState) flush() {
 		return
 	}
 	if err := l.flusher.Flush(l.ctx); err != nil {
-		l.e.fail(storageReason(err), fmt.Errorf("scheduler: writing the queue: %w", err))
+		l.e.fail(l.e.storageReason(err), fmt.Errorf("scheduler: writing the queue: %w", err))
 	}
 }
 
@@ -235,7 +235,7 @@ func (l *loopState) startRequests() (wake time.Duration) {
 		job, w, err := e.sched.Next(l.ctx, now)
 		if err != nil {
 			e.stats.Inc("scheduler/errors", 1)
-			e.fail(storageReason(err), fmt.Errorf("scheduler: %w", err))
+			e.fail(e.storageReason(err), fmt.Errorf("scheduler: %w", err))
 			return 0
 		}
 		if job == nil {
@@ -395,7 +395,7 @@ func (l *loopState) handleEvents(ev event) {
 						// The job directory cannot be written (a full disk):
 						// the request stays queued; stop rather than go on
 						// fetching what cannot be recorded.
-						e.fail("jobdir_error", fmt.Errorf("acknowledging %s: %w", ev.job.Req.URL.Redacted(), err))
+						e.fail(e.storageReason(err), fmt.Errorf("acknowledging %s: %w", ev.job.Req.URL.Redacted(), err))
 					} else {
 						e.log.Error().Err(err).Str("url", ev.job.Req.URL.Redacted()).Msg("scheduler could not acknowledge a finished request")
 					}
@@ -417,7 +417,7 @@ func (e *Engine) enqueue(ctx context.Context, req *spider.Request) {
 	ok, err := e.sched.Enqueue(ctx, req)
 	if err != nil {
 		if errors.Is(err, pqueue.ErrStorage) {
-			e.fail("jobdir_error", fmt.Errorf("queueing %s: %w", req.URL.Redacted(), err))
+			e.fail(e.storageReason(err), fmt.Errorf("queueing %s: %w", req.URL.Redacted(), err))
 			return
 		}
 		e.stats.Inc("scheduler/rejected", 1)
@@ -428,12 +428,17 @@ func (e *Engine) enqueue(ctx context.Context, req *spider.Request) {
 }
 
 // storageReason is the reason a scheduler error stops the crawl with:
-// "jobdir_error" when the queue's storage failed, else "scheduler_error".
-func storageReason(err error) string {
-	if errors.Is(err, pqueue.ErrStorage) {
-		return "jobdir_error"
+// when the queue's storage failed, "jobdir_error" (the job directory, or
+// a shared job's storage) or, in memory, "spill_error" (the temporary
+// folder of SCHEDULER_MEMORY_MAX_REQUESTS); else "scheduler_error".
+func (e *Engine) storageReason(err error) string {
+	switch {
+	case !errors.Is(err, pqueue.ErrStorage):
+		return "scheduler_error"
+	case e.job == nil && e.shared == nil:
+		return "spill_error"
 	}
-	return "scheduler_error"
+	return "jobdir_error"
 }
 
 // closedChan is always ready.

@@ -3,6 +3,7 @@ package pqueue
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -62,15 +63,39 @@ func (s *MemoryStore) Push(ctx context.Context, e *Entry) error {
 	}
 	s.nextID++
 	e.ID = s.nextID
+	s.add(e)
+	return nil
+}
+
+// Insert adds e with the ID the caller gave it instead of assigning one:
+// for a store that keeps part of its entries in a MemoryStore and the rest
+// elsewhere under one ID space (pqueue/spillq). e.ID must not be zero and
+// must not name an entry the store holds; entries are ordered by it like
+// by the IDs Push assigns, and later Pushes hand out larger IDs.
+func (s *MemoryStore) Insert(ctx context.Context, e *Entry) error {
+	if e.ID == 0 {
+		return errors.New("pqueue: MemoryStore.Insert of an entry with ID 0")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.nextID = max(s.nextID, e.ID)
+	s.add(e)
+	return nil
+}
+
+// add stores e, whose ID is set; s.mu is held.
+func (s *MemoryStore) add(e *Entry) {
 	s.waiting++
 	if !e.NotBefore.IsZero() {
 		c := new(Entry)
 		*c = *e
 		heap.Push(&s.delayed, c)
-		return nil
+		return
 	}
 	s.queueFor(e.Queue).push(heapItem{prio: e.Priority, id: e.ID, scopes: e.Scopes, req: e.Req})
-	return nil
 }
 
 func (s *MemoryStore) queueFor(name string) *memQueue {

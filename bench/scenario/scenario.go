@@ -102,6 +102,7 @@ func All() []Scenario {
 				{Name: "bare", Crawler: "bare"},
 				{Name: "gocrawl", Crawler: "gocrawl", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 				{Name: "gocrawl-follow", Crawler: "gocrawl", Spider: "follow", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+				{Name: "gocrawl-follow-nospill", Crawler: "gocrawl", Spider: "follow", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0, "SCHEDULER_MEMORY_MAX_REQUESTS": 0})},
 				{Name: "gocrawl-follow-jobdir", Crawler: "gocrawl", Spider: "follow", JobDir: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 				{Name: "colly", Crawler: "colly"},
 			},
@@ -116,6 +117,9 @@ func All() []Scenario {
 			Variants: []Variant{
 				{Name: "gocrawl-follow", Crawler: "gocrawl", Spider: "follow", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 				{Name: "gocrawl-follow-jobdir", Crawler: "gocrawl", Spider: "follow", JobDir: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+				// The whole frontier in memory, as before the queue spilled
+				// past SCHEDULER_MEMORY_MAX_REQUESTS: the cost of spilling.
+				{Name: "gocrawl-follow-nospill", Crawler: "gocrawl", Spider: "follow", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0, "SCHEDULER_MEMORY_MAX_REQUESTS": 0})},
 			},
 		},
 		{

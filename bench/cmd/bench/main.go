@@ -384,7 +384,7 @@ func table(runs []*run) []row {
 	return rows
 }
 
-var variantOrder = []string{"bare", "gocrawl", "gocrawl-follow", "gocrawl-follow-jobdir", "gocrawl-rampup", "colly"}
+var variantOrder = []string{"bare", "gocrawl", "gocrawl-follow", "gocrawl-follow-jobdir", "gocrawl-follow-nospill", "gocrawl-rampup", "colly"}
 
 // ratio is a column of the table: num's value over den's.
 type ratio struct{ name, num, den string }
@@ -395,6 +395,7 @@ var ratios = []ratio{
 	{"gocrawl/colly", "gocrawl", "colly"},
 	{"follow/colly", "gocrawl-follow", "colly"},
 	{"jobdir/memory", "gocrawl-follow-jobdir", "gocrawl-follow"},
+	{"spill/nospill", "gocrawl-follow", "gocrawl-follow-nospill"},
 }
 
 // printTable prints the variants and ratios that have a value in some row.
