@@ -195,6 +195,14 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 		// A larger memtable than Pebble's 4 MB default absorbs a queue's
 		// push-then-delete churn before it reaches the disk.
 		MemTableSize: 32 << 20,
+		// The queue deletes its entries with SingleDelete, which is only
+		// correct for keys set once (pqueue/pebbleq.Store.Ack). Pebble
+		// notices a violation when a flush or compaction meets it: say
+		// so loudly rather than let a request come back silently.
+		EventListener: &pebble.EventListener{PossibleAPIMisuse: func(info pebble.PossibleAPIMisuseInfo) {
+			opts.Log.Error().Str("jobdir", dir).Str("pebble", info.String()).
+				Msg("Pebble reports a possible misuse of the job's database (a queue key written twice?); this is a gocrawl bug, please report it")
+		}},
 	}
 	// Bloom filters let the dupefilter's lookups of new fingerprints (the
 	// common case) skip reading blocks.
