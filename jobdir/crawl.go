@@ -180,9 +180,22 @@ func (j *Job) LimitUnsynced(n int) {
 
 // acked records n acknowledgements committed (pebbleq.Options.AfterAcks),
 // and waits for a sync when more than LimitUnsynced are not synced.
+//
+// Past half the bound it asks the syncer for a sync at once, so that with
+// Options.SyncDelay the crawl does not have to wait for one at the bound.
 func (j *Job) acked(n int) error {
 	total := j.acks.Add(uint64(n))
-	if j.maxUnsynced == 0 || total-j.acksSynced.Load() <= j.maxUnsynced {
+	if j.maxUnsynced == 0 {
+		return nil
+	}
+	unsynced := total - j.acksSynced.Load()
+	if unsynced <= j.maxUnsynced {
+		if 2*unsynced > j.maxUnsynced && j.urgent != nil {
+			select {
+			case j.urgent <- struct{}{}:
+			default:
+			}
+		}
 		return nil
 	}
 	return j.Sync()
