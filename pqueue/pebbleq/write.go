@@ -55,7 +55,11 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 	if err := b.Set(key, val, nil); err != nil {
 		return s.broken("push", err)
 	}
-	if s.seen != nil {
+	switch {
+	case s.seen == nil:
+	case s.group:
+		s.seen.stage() // written, sorted, when the batch is committed
+	default:
 		if err := s.seen.writePending(b); err != nil {
 			return s.broken("push", err)
 		}
@@ -169,6 +173,11 @@ func (s *Store) flushLocked() error {
 	}
 	if s.pend == nil || s.pend.Empty() {
 		return nil
+	}
+	if s.seen != nil {
+		if err := s.seen.writeStaged(s.pend); err != nil {
+			return s.broken("flush", err)
+		}
 	}
 	if s.pendAcks > 0 && s.onAck != nil {
 		if err := s.onAck(s.pend); err != nil {
