@@ -183,6 +183,11 @@ func (j *Job) LimitUnsynced(n int) {
 //
 // Past half the bound it asks the syncer for a sync at once, so that with
 // Options.SyncDelay the crawl does not have to wait for one at the bound.
+// At the bound it waits for the background syncer to cover enough of
+// them rather than syncing itself: a sync of its own would wait for the
+// syncer's sync under way and then cost one more fsync, while the
+// syncer's next sync (which starts as soon as the one under way ends)
+// covers the same writes.
 func (j *Job) acked(n int) error {
 	total := j.acks.Add(uint64(n))
 	if j.maxUnsynced == 0 {
@@ -198,7 +203,10 @@ func (j *Job) acked(n int) error {
 		}
 		return nil
 	}
-	return j.Sync()
+	if j.dirty == nil {
+		return j.Sync() // no background syncer
+	}
+	return j.waitSynced(total - j.maxUnsynced)
 }
 
 // Stats returns a collector holding the stats saved by the previous runs

@@ -146,6 +146,8 @@ type Job struct {
 	maxUnsynced uint64
 	acks        atomic.Uint64 // committed
 	acksSynced  atomic.Uint64 // covered by a completed sync
+	syncedMu    sync.Mutex
+	syncedC     chan struct{} // closed (and replaced) by every completed sync
 	pending     *Recovery     // damage found by a read-only open
 }
 

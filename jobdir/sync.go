@@ -32,6 +32,43 @@ func (j *Job) Written() {
 	}
 }
 
+// waitSynced waits until a completed sync covers target acknowledgements
+// (Job.acked), waking the syncer for it. If the syncer has stopped (the
+// job is closing, or its database failed) it syncs itself.
+func (j *Job) waitSynced(target uint64) error {
+	// A wake-up sent after the acknowledgements were counted: a sync that
+	// consumes it counts them.
+	j.Written()
+	if j.urgent != nil {
+		select {
+		case j.urgent <- struct{}{}:
+		default:
+		}
+	}
+	for {
+		j.syncedMu.Lock()
+		if j.syncedC == nil {
+			j.syncedC = make(chan struct{})
+		}
+		c := j.syncedC
+		j.syncedMu.Unlock()
+		if j.acksSynced.Load() >= target {
+			return nil
+		}
+		if err := j.Failed(); err != nil {
+			return err
+		}
+		select {
+		case <-c:
+		case <-j.syncDone:
+			if j.acksSynced.Load() >= target {
+				return nil
+			}
+			return j.Sync()
+		}
+	}
+}
+
 // syncLoop syncs the WAL after writes (grouping those that arrive during
 // a sync, and during delay after the first of them) and at least every
 // interval.

@@ -165,3 +165,50 @@ func TestSyncDelay(t *testing.T) {
 	clk.Advance(time.Hour)
 	waitFor("the interval's sync", func() bool { return syncs() == before+4 })
 }
+
+// TestLimitUnsyncedWaitsForSyncer checks that with a background syncer a
+// write past LimitUnsynced returns once the syncer's sync covers it (the
+// clock does not move: the syncer is woken, not its timers).
+func TestLimitUnsyncedWaitsForSyncer(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	j := mustOpen(t, filepath.Join(t.TempDir(), "job"), "books", Options{SyncInterval: time.Hour, Clock: clk})
+	j.LimitUnsynced(2)
+	sp := &testSpider{}
+	st, err := j.Storage(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	q := st.Queue.(*pebbleq.Store)
+	if err := q.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		e := &pqueue.Entry{Info: pqueue.Info{Queue: "a"}, Req: spider.MustRequest(fmt.Sprintf("http://a.test/%d", i), sp.Parse)}
+		if err := q.Push(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for round := 1; round <= 3; round++ {
+		for range 3 {
+			e, err := q.Reserve(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Ack(ctx, e.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// 3 acknowledgements in one write, limit 2: Flush returns once a
+		// sync covers at least one of them.
+		if err := q.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if synced, acked := j.acksSynced.Load(), j.acks.Load(); acked-synced > 2 {
+			t.Fatalf("round %d: Flush returned with %d of %d acknowledgements unsynced (limit 2)", round, acked-synced, acked)
+		}
+	}
+}
