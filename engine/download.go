@@ -87,8 +87,9 @@ func (e *Engine) process(ctx, wait, wire context.Context, job *scheduler.Job) {
 	res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(fctx, runKey{}, r), job.SentAt), job.Req)
 	if r.reported.CompareAndSwap(false, true) {
 		// A middleware answered without downloading (cache) or dropped
-		// the request: free the scopes without feedback.
-		e.thr.Done(ctx, job.Req, job.Scopes, job.SentAt, nil, nil)
+		// the request: free the scopes without feedback, and give the
+		// request's turn of their delays back.
+		e.thr.NotSent(ctx, job.Req, job.Scopes, job.SentAt)
 	}
 	e.events <- event{kind: evDownloaded}
 
@@ -174,7 +175,7 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 		// Refused before anything was sent: no feedback, no download
 		// error, a drop with its reason.
 		if r != nil && r.reported.CompareAndSwap(false, true) {
-			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
+			e.thr.NotSent(ctx, req, scopes, sentAt)
 		}
 		e.log.Warn().Str("url", req.URL.Redacted()).Err(err).Msg("request refused by the SSRF protection")
 		return nil, &middleware.DropError{Reason: netguard.DropReason, Err: err}
@@ -288,7 +289,7 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 		res, err := e.fetch.Fetch(fctx, req)
 		lease.Release()
 		if r.reported.CompareAndSwap(false, true) {
-			e.thr.Done(ctx, req, scopes, sentAt, nil, nil)
+			e.thr.NotSent(ctx, req, scopes, sentAt)
 		}
 		var resched *middleware.RescheduleError
 		if errors.As(err, &resched) && len(resched.Requests) == 1 {

@@ -83,6 +83,11 @@ const (
 	// OutcomeRefused is a backoff trigger for the scope (a status of its
 	// backoff http_codes, an error of its backoff exceptions).
 	OutcomeRefused
+	// OutcomeNotSent is a request admitted but never sent to the server:
+	// a middleware answered it (an HTTP cache hit) or dropped it (a URL
+	// robots.txt disallows), or it was refused before anything was sent.
+	// The gate counts it as other and gives its turn back (GiveBack).
+	OutcomeNotSent
 )
 
 // String returns "other", "ok" or "refused".
@@ -92,6 +97,8 @@ func (c OutcomeClass) String() string {
 		return "ok"
 	case OutcomeRefused:
 		return "refused"
+	case OutcomeNotSent:
+		return "not sent"
 	default:
 		return "other"
 	}
@@ -108,6 +115,12 @@ type GateState struct {
 	LastSent time.Time `json:"last_sent,omitzero"`
 	// JitterF is the jitter factor drawn for the gap after LastSent.
 	JitterF float64 `json:"jitter_f,omitempty"`
+	// PrevSent and PrevJitterF are LastSent and JitterF as they were
+	// before the last send, kept while that send can still be given back
+	// (HasPrev; see GiveBack).
+	PrevSent    time.Time `json:"prev_sent,omitzero"`
+	PrevJitterF float64   `json:"prev_jitter_f,omitempty"`
+	HasPrev     bool      `json:"has_prev,omitempty"`
 	// QuotaUsed is the quota consumed in the window started at
 	// WindowStart (zero: no window open).
 	QuotaUsed   float64   `json:"quota_used,omitempty"`
@@ -197,6 +210,7 @@ func (g *Gate) RecordSent(now time.Time, amount, u float64) {
 	g.advance(now)
 	s.Active++
 	s.Sends++
+	s.PrevSent, s.PrevJitterF, s.HasPrev = s.LastSent, s.JitterF, true
 	s.LastSent = now
 	s.JitterF = max(0, 1+g.Params.JitterLo+u*(g.Params.JitterHi-g.Params.JitterLo))
 	g.rollBucket(now)
@@ -226,6 +240,27 @@ func (g *Gate) RecordDone(now time.Time, class OutcomeClass, latency time.Durati
 		s.Refused++
 	default:
 		s.Other++
+	}
+}
+
+// GiveBack returns the turn of a request sent at sentAt that never reached
+// the server (OutcomeNotSent): if it is still the scope's last send, the
+// delay runs again from the send before it, and the amount it took from
+// the quota window it was counted in is returned. Otherwise (another
+// request was sent since, or a turn was given back already) nothing
+// changes: a given-back turn never makes the next request earlier than
+// the delay after a send that did reach the server. This is how a URL that
+// robots.txt disallows, or one answered from the HTTP cache, costs the
+// scope none of its Crawl-delay.
+func (g *Gate) GiveBack(sentAt time.Time, amount float64) {
+	s := &g.State
+	if !s.HasPrev || !s.LastSent.Equal(sentAt) {
+		return
+	}
+	s.LastSent, s.JitterF, s.HasPrev = s.PrevSent, s.PrevJitterF, false
+	s.PrevSent, s.PrevJitterF = time.Time{}, 0
+	if g.Params.Quota > 0 && !s.WindowStart.IsZero() && !sentAt.Before(s.WindowStart) {
+		s.QuotaUsed = max(0, s.QuotaUsed-amount)
 	}
 }
 

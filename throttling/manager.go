@@ -69,6 +69,11 @@ type Outcome struct {
 	// Signal is what the outcome tells the scope's policy: a backoff
 	// trigger, a server delay. Its zero value tells nothing.
 	Signal Signal
+	// SentAt and Amount are the request's send time and the quota amount
+	// it took in the scope, set for OutcomeNotSent: the gate gives that
+	// turn back (Gate.GiveBack).
+	SentAt time.Time
+	Amount float64
 }
 
 // BackoffSignal describes one backoff trigger for a scope.

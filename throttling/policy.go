@@ -230,7 +230,10 @@ func (p *Policy) backingOff() bool { return p.level > 0 || p.pace > 0 || p.rcOn 
 // PolicyStateVersion is the version of PolicyState this package writes.
 // SetState reads every earlier version (fields it lacks keep their
 // configured values).
-const PolicyStateVersion = 2
+//
+// Version 3 reads SendLimit as the RateLimit send budget (version 2 wrote
+// a cap on requests in flight under another name, which reads as 0).
+const PolicyStateVersion = 3
 
 // PolicyState is the serializable state of a Policy: JSON-friendly (times
 // in RFC 3339, durations as integer nanoseconds, so it round-trips
@@ -368,8 +371,10 @@ func (p *Policy) SetState(s PolicyState) error {
 		p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr = max(0, s.RateGrowing), s.RateStart, max(0, s.RateBurst), max(0, s.RateError)
 		p.rcLate = min(max(s.RateLate, 1), rcLateMax)
 		p.rcSendLimit, p.rcRemUntil = s.SendLimit, s.RemainingUntil
-		if s.SendLimit == 0 {
-			p.rcRemUntil = time.Time{} // written before the send budget (a cap in flight then): at most a reset's hold lost
+		if s.Version < 3 {
+			// Written before the send budget (a cap in flight then): at
+			// most a reset's hold is lost.
+			p.rcSendLimit, p.rcRemUntil = 0, time.Time{}
 		}
 	}
 	if p.latEnabled() {

@@ -108,6 +108,9 @@ func (m *ThrottlingScopeManager) RecordBackoff(now time.Time, sig BackoffSignal)
 // signal.
 func (m *ThrottlingScopeManager) RecordOutcome(now time.Time, o Outcome) {
 	m.tick(now)
+	if o.Class == OutcomeNotSent {
+		m.gate.GiveBack(o.SentAt, o.Amount)
+	}
 	m.gate.RecordDone(now, o.Class, o.Latency)
 	m.lastUsed = now
 	if !o.Signal.empty() {
@@ -173,18 +176,34 @@ func (m *ThrottlingScopeManager) Snapshot(now time.Time) ScopeSnapshot {
 	if g.Params.BlockedUntil.After(now) {
 		s.BlockedUntil = g.Params.BlockedUntil
 	}
+	gs := g.State
+	gs.Active = 0
+	s.Gate = &gs
 	return s
 }
 
 // Restore implements Snapshotter. A snapshot written before the policy
 // was saved whole (no Policy field) is read from its flat fields.
+//
+// The policy's RateLimit send budget is counted against the gate's
+// counters: a snapshot without the gate's state (written before
+// ScopeSnapshot.Gate existed) drops it, so at most one reset's hold is
+// lost, never a budget counted against counters that restarted at zero.
 func (m *ThrottlingScopeManager) Restore(now time.Time, s ScopeSnapshot) {
 	ps := legacyPolicyState(s)
 	if s.Policy != nil {
 		ps = *s.Policy
 	}
+	if s.Gate == nil {
+		ps.SendLimit, ps.RemainingUntil = 0, time.Time{}
+	}
 	if err := m.policy.SetState(ps); err != nil {
 		m.policy.dbg.Warn().Err(err).Str("scope", m.policy.cfg.Name).Msg("throttling: saved scope state ignored")
+	}
+	if s.Gate != nil {
+		m.gate.State = *s.Gate
+		m.gate.State.Active = 0
+		m.gate.State.AreaAt = time.Time{}
 	}
 	if m.policy.cfg.Quota > 0 {
 		m.gate.State.QuotaUsed, m.gate.State.WindowStart = s.QuotaUsed, s.WindowStart

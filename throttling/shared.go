@@ -34,6 +34,8 @@ type Shared interface {
 	// and frees its slots: at once when now is true, else when the request
 	// is acknowledged to the scheduler (a queued request) or soon after (a
 	// request sent outside the scheduler). Unknown send times are ignored.
+	// A scope whose class is OutcomeNotSent gets the request's turn back,
+	// as Gate.GiveBack does.
 	Release(ctx context.Context, sentAt time.Time, classes []OutcomeClass, latency time.Duration, now bool) error
 	// Update changes a scope's policy: it reads the scope's policy record
 	// (nil if the job has none yet), its gate's state and the shared
@@ -191,7 +193,7 @@ func (t *Throttler) admitShared(ctx context.Context, scopes Scopes) (time.Time, 
 // and its completion counted in each scope's gate. Without feedback the
 // release waits for the request's acknowledgement (no round trip of its
 // own); with feedback it happens right after the policies' writes.
-func (t *Throttler) doneShared(ctx context.Context, req *spider.Request, scopes Scopes, sentAt time.Time, res *spider.Response, err error, fb Feedback, latency time.Duration) {
+func (t *Throttler) doneShared(ctx context.Context, req *spider.Request, scopes Scopes, sentAt time.Time, res *spider.Response, err error, fb Feedback, latency time.Duration, notSent bool) {
 	dt := dontTrack(req)
 	classes := make([]OutcomeClass, len(scopes))
 	type update struct {
@@ -204,6 +206,9 @@ func (t *Throttler) doneShared(ctx context.Context, req *spider.Request, scopes 
 	for i, s := range scopes {
 		f := fb[s.Name]
 		o := OutcomeOf(f, sentAt, latency, res, err, dt)
+		if notSent {
+			o.Class, o.SentAt, o.Amount = OutcomeNotSent, sentAt, s.Amount
+		}
 		classes[i] = o.Class
 		if sharedSignal(o.Signal, t.cfg.Scope(s.Name).RateControl.Enabled) || f.Consumed != nil || f.Remaining != nil {
 			ups = append(ups, update{s.Name, o.Signal, f, &o})

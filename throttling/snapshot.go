@@ -57,6 +57,11 @@ type ScopeSnapshot struct {
 	// which Restore prefers to the flat fields above (those stay for
 	// readers of the snapshot and for jobs saved before it existed).
 	Policy *PolicyState `json:"policy,omitempty"`
+	// Gate is the scope gate's state: its counters, which the policy's
+	// marks and RateLimit send budget are counted against, and its last
+	// send, so the delay holds across a pause. Nothing is in flight in a
+	// restored gate (Active is saved as 0).
+	Gate *GateState `json:"gate,omitempty"`
 }
 
 // Snapshotter is implemented by scope managers whose state can be saved

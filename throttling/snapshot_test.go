@@ -3,8 +3,10 @@ package throttling
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -59,5 +61,52 @@ func TestSnapshotRestoreKeepsBackoff(t *testing.T) {
 	th.Wait(fc.Now(), scopesOf("fresh.example"))
 	if n := len(th.Snapshot()); n != 4 {
 		t.Fatalf("snapshot grew to %d scopes with a pristine one", n)
+	}
+}
+
+// A resumed job keeps a RateLimit send budget: it is counted against the
+// gate's counters, which the snapshot saves (before, they restarted at 0
+// and a budget of 2 more sends became one of 22), and "remaining 0" still
+// holds until the reset (it was dropped as an old-format state).
+func TestSnapshotRestoreKeepsSendBudget(t *testing.T) {
+	for _, left := range []int{2, 0} {
+		t.Run(fmt.Sprintf("remaining=%d", left), func(t *testing.T) {
+			m := rcManager(t, "example.com")
+			at := t0
+			for range 20 {
+				m.RecordSent(at, 0)
+				at = at.Add(10 * time.Millisecond)
+				m.RecordOutcome(at, Outcome{Class: OutcomeOK, Signal: Signal{SentAt: at}})
+			}
+			m.RecordSent(at, 0)
+			rl := &RateLimit{Remaining: float64(left), HasRemaining: true, Reset: 10 * time.Second}
+			m.RecordOutcome(at, Outcome{Class: OutcomeOK, Signal: Signal{SentAt: at, RateLimit: rl}})
+			raw, err := json.Marshal(m.Snapshot(at))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s ScopeSnapshot
+			if err := json.Unmarshal(raw, &s); err != nil {
+				t.Fatal(err)
+			}
+			r := rcManager(t, "example.com")
+			at = at.Add(time.Second) // the pause, well inside the reset
+			r.Restore(at, s)
+			sent := 0
+			for ; sent < 30; sent++ {
+				if w := r.CanSend(at, 0); w > 0 {
+					if w > 5*time.Second {
+						break // held until the reset
+					}
+					at = at.Add(w)
+					continue
+				}
+				r.RecordSent(at, 0)
+				r.RecordOutcome(at, Outcome{Class: OutcomeOK, Signal: Signal{SentAt: at}})
+			}
+			if sent != left {
+				t.Fatalf("resumed scope sent %d requests before the reset, want the %d remaining (snapshot %s)", sent, left, raw)
+			}
+		})
 	}
 }

@@ -329,9 +329,28 @@ func dontTrack(req *spider.Request) bool {
 
 // Done records the outcome of a request sent at sentAt with scopes: res on
 // success (any status), err on a download error, neither when the request
-// was not downloaded. It frees the scopes' slots and applies the manager's
-// feedback: backoff triggers, server delays, quota reconciliation.
+// was not downloaded (cut short before its answer). It frees the scopes'
+// slots and applies the manager's feedback: backoff triggers, server
+// delays, quota reconciliation. A request that never reached the server
+// is reported with NotSent instead.
 func (t *Throttler) Done(ctx context.Context, req *spider.Request, scopes Scopes, sentAt time.Time, res *spider.Response, err error) {
+	t.done(ctx, req, scopes, sentAt, res, err, false)
+}
+
+// NotSent records that a request admitted at sentAt with scopes never
+// reached the server: a downloader middleware answered it (an HTTP cache
+// hit), dropped it (a URL robots.txt disallows) or rescheduled it, or it
+// was refused before anything was sent. It frees the scopes' slots, with
+// no feedback, and gives the request's turn back (OutcomeNotSent,
+// Gate.GiveBack): in each scope where it is still the latest send, the
+// delay runs again from the send before it and its quota amount is
+// returned. So on a host with a 10 s Crawl-delay a disallowed URL costs
+// no 10 s.
+func (t *Throttler) NotSent(ctx context.Context, req *spider.Request, scopes Scopes, sentAt time.Time) {
+	t.done(ctx, req, scopes, sentAt, nil, nil, true)
+}
+
+func (t *Throttler) done(ctx context.Context, req *spider.Request, scopes Scopes, sentAt time.Time, res *spider.Response, err error, notSent bool) {
 	var fb Feedback
 	var ferr error
 	if !dontTrack(req) {
@@ -350,7 +369,7 @@ func (t *Throttler) Done(ctx context.Context, req *spider.Request, scopes Scopes
 		latency = max(0, now.Sub(sentAt))
 	}
 	if t.shared != nil {
-		t.doneShared(ctx, req, scopes, sentAt, res, err, fb, latency)
+		t.doneShared(ctx, req, scopes, sentAt, res, err, fb, latency, notSent)
 		return
 	}
 	t.mu.Lock()
@@ -362,7 +381,11 @@ func (t *Throttler) Done(ctx context.Context, req *spider.Request, scopes Scopes
 			reconcile(e.mgr, now, f)
 		}
 		if r, ok := e.mgr.(OutcomeRecorder); ok {
-			r.RecordOutcome(now, OutcomeOf(f, sentAt, latency, res, err, dontTrack(req)))
+			o := OutcomeOf(f, sentAt, latency, res, err, dontTrack(req))
+			if notSent {
+				o.Class, o.SentAt, o.Amount = OutcomeNotSent, sentAt, s.Amount
+			}
+			r.RecordOutcome(now, o)
 			continue
 		}
 		e.mgr.RecordDone(now)

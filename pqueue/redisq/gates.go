@@ -88,6 +88,8 @@ func classLetters(classes []throttling.OutcomeClass) string {
 			b[i] = 'o'
 		case throttling.OutcomeRefused:
 			b[i] = 'r'
+		case throttling.OutcomeNotSent:
+			b[i] = 'u'
 		default:
 			b[i] = 't'
 		}

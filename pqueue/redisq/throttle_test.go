@@ -193,3 +193,45 @@ func TestAdmitOutsideQueue(t *testing.T) {
 		t.Fatal("b could not pop after the admission was released")
 	}
 }
+
+// A request that never reached the server (a URL robots.txt disallows,
+// dropped by the middleware: Throttler.NotSent) gives its turn of the
+// Crawl-delay back in the shared gate too: the next worker sends at once,
+// and the delay still runs from the last request that was answered.
+func TestNotSentGivesTurnBackShared(t *testing.T) {
+	w := newWorld(t, 1, throttling.GateParams{}, nil)
+	set := map[string]any{"RANDOMIZE_DOWNLOAD_DELAY": false}
+	a, b := w.throttled(t, "a", set), w.throttled(t, "b", set)
+	a.push(t, urls("h.test", 6)...)
+	a.thr.SetRobotsDelay("h.test", 3*time.Second)
+	p, _ := pop(t, a.f, w.clk.Now())
+	if p == nil {
+		t.Fatal("first request not sent")
+	}
+	a.respond(t, p, http.StatusOK, nil)
+	w.advance(3 * time.Second)
+	for i := range 2 { // two disallowed URLs in a row, one per worker
+		tw := []*tworker{b, a}[i]
+		q, _ := pop(t, tw.f, w.clk.Now().Add(time.Hour))
+		if q == nil {
+			t.Fatalf("disallowed URL %d: not sent although only unsent requests followed the last answer", i)
+		}
+		tw.thr.NotSent(context.Background(), q.Req, q.Scopes, q.SentAt)
+		if err := tw.f.Ack(context.Background(), q.ID); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, tw.f)
+	}
+	q, _ := pop(t, b.f, w.clk.Now().Add(time.Hour))
+	if q == nil {
+		t.Fatal("the next request waited for the delay of requests that never reached the server")
+	}
+	b.respond(t, q, http.StatusOK, nil)
+	if r, _ := pop(t, a.f, w.clk.Now().Add(time.Hour)); r != nil {
+		t.Fatal("a sent inside the Crawl-delay after an answered request")
+	}
+	g, _, err := a.f.Store().Gate(context.Background(), "h.test")
+	if err != nil || g.State.Sends != 4 || g.State.Other != 2 || g.State.OK != 2 {
+		t.Fatalf("gate %+v (%v): want 4 sends, 2 ok, 2 other (not sent)", g.State, err)
+	}
+}

@@ -28,7 +28,7 @@ if rate > 0 and #names > 0 then
 end
 local id8 = pack_id(redis.call('INCR', KEYS[1]) * 1024 + shard)
 for j, s in ipairs(names) do
-  record_sent(s, gates[j], now, amounts[j], (u0 + (j - 1) * 0.6180339887498949) % 1)
+  record_sent(s, gates[j], now, amounts[j], (u0 + (j - 1) * 0.6180339887498949) % 1, id8)
 end
 reserve(id8, 3, owner, id8 .. body, now + lease)
 return {num(now), 'ok', id8}

@@ -134,7 +134,9 @@ end
 -- never), sl / su the send budget (RateLimit remaining: no send while ns -
 -- ot >= sl, until su ms; su 0 = none). The state is written only by the operations
 -- below: a in flight, ls last send (ms), jf jitter factor of the gap after
--- it, qu quota used, ws quota window start; and the counters the policy
+-- it, qu quota used, ws quota window start, lr the reservation that made
+-- the last send with pls / pjf the ls / jf before it (Gate.GiveBack: lr is
+-- cleared once its turn is given back); and the counters the policy
 -- reads, which only grow: ns sends, ok / rf (refused: backoff triggers) /
 -- ot completions, lsum / ln latency sum (ms) and count of ok completions,
 -- ifs request-seconds in flight and fs seconds with every slot taken (up
@@ -217,14 +219,17 @@ local function advance(g, now, f)
 end
 
 -- record_sent is Gate.RecordSent with u uniform in [0, 1) drawn by the
--- caller.
-local function record_sent(s, g, now, amount, u)
+-- caller, for reservation id8.
+local function record_sent(s, g, now, amount, u, id8)
   local k = gkey(s)
   local f = {}
   advance(g, now, f)
   local jf = 1 + g.jl + u * (g.jh - g.jl)
   if jf < 0 then jf = 0 end
   table.insert(f, 'a'); table.insert(f, num(g.a + 1))
+  table.insert(f, 'pls'); table.insert(f, num(g.ls))
+  table.insert(f, 'pjf'); table.insert(f, num(g.jf))
+  table.insert(f, 'lr'); table.insert(f, id8)
   table.insert(f, 'ls'); table.insert(f, num(now))
   table.insert(f, 'jf'); table.insert(f, num(jf))
   -- rollBucket, then one more send in the current bucket
@@ -276,15 +281,31 @@ local function wake(s)
   end
 end
 
+-- give_back is Gate.GiveBack for reservation id8 (amount: its quota
+-- amount): if it made the last send of s, the send before it becomes the
+-- last again and its quota amount is returned.
+local function give_back(s, g, id8, amount, f)
+  local v = redis.call('HMGET', gkey(s), 'lr', 'pls', 'pjf')
+  if v[1] ~= id8 then return end
+  table.insert(f, 'ls'); table.insert(f, v[2] or '0')
+  table.insert(f, 'jf'); table.insert(f, v[3] or '1')
+  table.insert(f, 'lr'); table.insert(f, '')
+  if g.q > 0 and g.ws > 0 and g.ls >= g.ws then
+    table.insert(f, 'qu'); table.insert(f, num(math.max(0, g.qu - amount)))
+  end
+end
+
 -- record_done is Gate.RecordDone: one slot of s is free again, and the
 -- completion is counted by class ('o' ok, with its latency in ms; 'r'
--- refused; 't' other; '' not counted: a lease given up).
-local function record_done(s, class, latency, now)
+-- refused; 't' other; 'u' not sent: other, and reservation id8 gives its
+-- turn back (amount: its quota amount); '' not counted: a lease given up).
+local function record_done(s, class, latency, now, id8, amount)
   local g = gate_load(s)
   if g == nil then return end
   local k = gkey(s)
   local f = {}
   advance(g, now, f)
+  if class == 'u' then give_back(s, g, id8, amount, f) end
   if g.a > 0 then table.insert(f, 'a'); table.insert(f, num(g.a - 1)) end
   if #f > 0 then redis.call('HSET', k, unpack(f)) end
   if class == 'o' then
@@ -295,7 +316,7 @@ local function record_done(s, class, latency, now)
     end
   elseif class == 'r' then
     redis.call('HINCRBY', k, 'rf', 1)
-  elseif class == 't' then
+  elseif class == 't' or class == 'u' then
     redis.call('HINCRBY', k, 'ot', 1)
   end
   wake(s)
@@ -354,7 +375,7 @@ end
 -- release_slots frees the scope slots of reservation id8 if it still
 -- holds them (flag 1), counting the completion in each scope's gate:
 -- classes has one letter per scope of the entry, in its order ('o', 'r',
--- 't'; a missing or '-' letter counts nothing). Returns the reservation's
+-- 't', 'u'; a missing or '-' letter counts nothing). Returns the reservation's
 -- flags, owner and member, or nil when id8 is not reserved.
 local function release_slots(id8, classes, latency, now)
   local v = redis.call('HGET', P .. 'r', id8)
@@ -363,11 +384,11 @@ local function release_slots(id8, classes, latency, now)
   local owner = string.sub(v, 3, 2 + n)
   local m = string.sub(v, 3 + n)
   if flags % 2 == 1 then
-    local _, names = decode(m)
+    local _, names, amounts = decode(m)
     for i, s in ipairs(names) do
       local c = string.sub(classes, i, i)
       if c == '-' then c = '' end
-      record_done(s, c, latency, now)
+      record_done(s, c, latency, now, id8, amounts[i])
     end
     flags = flags - 1
     redis.call('HSET', P .. 'r', id8, string.char(flags, n) .. owner .. m)

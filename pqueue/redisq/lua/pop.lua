@@ -73,7 +73,7 @@ while #jobs < maxJobs and evals < scan do
       bump('w', -1)
       reserve(string.sub(m, 1, 8), 1, owner, m, now + lease)
       for j, s in ipairs(names) do
-        record_sent(s, gates[j], now, amounts[j], (u0 + nu * 0.6180339887498949) % 1)
+        record_sent(s, gates[j], now, amounts[j], (u0 + nu * 0.6180339887498949) % 1, string.sub(m, 1, 8))
         nu = nu + 1
       end
       redis.call('HSET', P .. 'gs', g, redis.call('HINCRBY', P .. 'c', 'stamp', 1))
