@@ -19,6 +19,16 @@ import (
 // one.
 const CodecVersion byte = 1
 
+// Bits of a record's flags.
+const (
+	flagDontFilter = 1 << iota
+	// flagRefererField: the record's Referer header is the request's
+	// Referer field (set by the Referer middleware), not a header of its
+	// own. Records written before the flag existed lack it and decode the
+	// Referer as a header, as they always did.
+	flagRefererField
+)
+
 // ErrUnpersistable is the kind of error for a request that cannot be
 // written to a job directory: a closure callback or errback, or a meta value
 // that is not a JSON value. The error is an *EncodeError naming the request
@@ -107,9 +117,18 @@ func (c Codec) Append(dst []byte, req *spider.Request) ([]byte, error) {
 	}
 	start := len(dst)
 	b := append(dst, CodecVersion)
+	// The Referer field is stored as the header it stands for (the same
+	// bytes as before the field existed), with flagRefererField saying
+	// so: it decodes as the field again, without a header map. A reader
+	// that does not know the flag decodes it as the header, which sends
+	// the same Referer.
+	fieldRef := req.Referer != "" && req.Header.Get("Referer") == ""
 	var flags uint64
 	if req.DontFilter {
-		flags |= 1
+		flags |= flagDontFilter
+	}
+	if fieldRef {
+		flags |= flagRefererField
 	}
 	b = binary.AppendUvarint(b, flags)
 	b = appendString(b, req.URL.String())
@@ -119,9 +138,6 @@ func (c Codec) Append(dst []byte, req *spider.Request) ([]byte, error) {
 	b = appendString(b, cbName)
 	b = appendString(b, ebName)
 
-	// The Referer field is stored as the header it stands for (the same
-	// bytes as before the field existed); it decodes as that header.
-	fieldRef := req.Referer != "" && req.Header.Get("Referer") == ""
 	keys := make([]string, 0, len(req.Header)+1)
 	for k := range req.Header {
 		if !fieldRef || k != "Referer" {
@@ -182,7 +198,7 @@ func (c Codec) Decode(data []byte) (*spider.Request, error) {
 	d := decoder{b: data[1:]}
 	req := &spider.Request{}
 	flags := d.uvarint()
-	req.DontFilter = flags&1 != 0
+	req.DontFilter = flags&flagDontFilter != 0
 	rawURL := d.string()
 	req.Method = d.string()
 	req.Priority = int(d.varint())
@@ -190,13 +206,19 @@ func (c Codec) Decode(data []byte) (*spider.Request, error) {
 	req.CallbackName = d.string()
 	req.ErrbackName = d.string()
 	if n := d.count(); n > 0 {
-		req.Header = make(http.Header, n)
 		for range n {
 			k := d.string()
 			m := d.count()
+			if flags&flagRefererField != 0 && m == 1 && k == "Referer" {
+				req.Referer = d.string()
+				continue
+			}
 			vs := make([]string, m)
 			for i := range vs {
 				vs[i] = d.string()
+			}
+			if req.Header == nil {
+				req.Header = make(http.Header, n)
 			}
 			req.Header[k] = vs
 		}

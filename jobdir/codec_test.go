@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,21 +96,24 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 }
 
-// The Referer field survives a restart as the header it stands for, with
-// the same bytes a header would have given; a Referer header wins.
+// The Referer field survives a restart: it is stored as the header it
+// stands for (the bytes a header would have given, but for a flag) and
+// decodes as the field again, without a header map; a Referer header
+// wins; a record written before the flag existed decodes as the header.
 func TestCodecRefererField(t *testing.T) {
 	c := Codec{Spider: &testSpider{}}
 	tests := []struct {
-		name   string
-		field  string
-		header http.Header
-		want   http.Header
+		name      string
+		field     string
+		header    http.Header
+		wantField string
+		want      http.Header
 	}{
-		{"field only", "http://a.test/from", nil, http.Header{"Referer": {"http://a.test/from"}}},
+		{"field only", "http://a.test/from", nil, "http://a.test/from", nil},
 		{"field and other headers", "http://a.test/from", http.Header{"X-A": {"1"}, "Accept": {"x"}},
-			http.Header{"X-A": {"1"}, "Accept": {"x"}, "Referer": {"http://a.test/from"}}},
-		{"header wins", "http://a.test/from", http.Header{"Referer": {"mine"}}, http.Header{"Referer": {"mine"}}},
-		{"neither", "", nil, nil},
+			"http://a.test/from", http.Header{"X-A": {"1"}, "Accept": {"x"}}},
+		{"header wins", "http://a.test/from", http.Header{"Referer": {"mine"}}, "", http.Header{"Referer": {"mine"}}},
+		{"neither", "", nil, "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,23 +127,42 @@ func TestCodecRefererField(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got.Header, tt.want) {
-				t.Errorf("decoded headers %v, want %v", got.Header, tt.want)
+			if got.Referer != tt.wantField || !reflect.DeepEqual(got.Header, tt.want) {
+				t.Errorf("decoded Referer %q and headers %v, want %q and %v", got.Referer, got.Header, tt.wantField, tt.want)
 			}
 			if got.RefererHeader() != req.RefererHeader() {
 				t.Errorf("Referer sent after a restart %q, before %q", got.RefererHeader(), req.RefererHeader())
 			}
+			// The same request with the Referer as a header, as records
+			// were written before the flag: the same bytes but the flag,
+			// and it decodes as the header.
 			as := req.Clone()
 			as.Referer = ""
 			if tt.field != "" && tt.header.Get("Referer") == "" {
-				as.Header = tt.want
+				as.Header = tt.header.Clone()
+				if as.Header == nil {
+					as.Header = http.Header{}
+				}
+				as.Header.Set("Referer", tt.field)
 			}
-			same, err := c.Encode(as)
+			old, err := c.Encode(as)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(b, same) {
-				t.Errorf("field encoded as %q, the header as %q", b, same)
+			flagged := slices.Clone(old)
+			if tt.wantField != "" {
+				flagged[1] |= flagRefererField // flags: one byte after the version
+			}
+			if !bytes.Equal(b, flagged) {
+				t.Errorf("field encoded as %q, the header as %q", b, old)
+			}
+			fromOld, err := c.Decode(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fromOld.Referer != "" || fromOld.RefererHeader() != req.RefererHeader() {
+				t.Errorf("a record without the flag decodes with Referer field %q and sends %q, want the header %q",
+					fromOld.Referer, fromOld.RefererHeader(), req.RefererHeader())
 			}
 		})
 	}

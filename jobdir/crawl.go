@@ -180,12 +180,33 @@ func (j *Job) LimitUnsynced(n int) {
 
 // acked records n acknowledgements committed (pebbleq.Options.AfterAcks),
 // and waits for a sync when more than LimitUnsynced are not synced.
+//
+// Past half the bound it asks the syncer for a sync at once, so that with
+// Options.SyncDelay the crawl does not have to wait for one at the bound.
+// At the bound it waits for the background syncer to cover enough of
+// them rather than syncing itself: a sync of its own would wait for the
+// syncer's sync under way and then cost one more fsync, while the
+// syncer's next sync (which starts as soon as the one under way ends)
+// covers the same writes.
 func (j *Job) acked(n int) error {
 	total := j.acks.Add(uint64(n))
-	if j.maxUnsynced == 0 || total-j.acksSynced.Load() <= j.maxUnsynced {
+	if j.maxUnsynced == 0 {
 		return nil
 	}
-	return j.Sync()
+	unsynced := total - j.acksSynced.Load()
+	if unsynced <= j.maxUnsynced {
+		if 2*unsynced > j.maxUnsynced && j.urgent != nil {
+			select {
+			case j.urgent <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	}
+	if j.dirty == nil {
+		return j.Sync() // no background syncer
+	}
+	return j.waitSynced(total - j.maxUnsynced)
 }
 
 // Stats returns a collector holding the stats saved by the previous runs

@@ -198,6 +198,12 @@ func (j *Job) syncMark() error {
 	}
 	j.syncs = m.Count
 	j.acksSynced.Store(acks)
+	j.syncedMu.Lock()
+	if j.syncedC != nil {
+		close(j.syncedC) // wake waitSynced
+		j.syncedC = nil
+	}
+	j.syncedMu.Unlock()
 	f, err := writeSyncFile(j.dir, j.syncF, m)
 	j.syncF = f
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

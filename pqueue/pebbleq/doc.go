@@ -25,6 +25,16 @@
 // entries stored, and Open puts them back in line with their IDs
 // (at-least-once delivery).
 //
+// Every entry's key is set once and deleted once: its ID is never handed
+// out again (the "n" record is raised before an ID beyond it is used, in
+// the same batch), and Nack and Open put entries back in line in memory
+// without writing them. So Ack and PromoteDue delete with Pebble's
+// SingleDelete, which cancels out with the Set it deletes when the two
+// meet in a flush or compaction instead of leaving a tombstone to carry
+// down the levels. Anything that would write an entry's key a second time
+// must delete it with Delete instead (TestSingleDeleteKeysSetOnce fails
+// otherwise).
+//
 // With Options.GroupWrites (as the job directory opens it), pushes and
 // acknowledgements, with the fingerprints of the attached Set, wait in one
 // pending batch that Flush commits as one atomic write (the engine calls

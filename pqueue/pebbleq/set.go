@@ -1,9 +1,11 @@
 package pebbleq
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -18,7 +20,9 @@ import (
 // queue again what it queued before the pause.
 //
 // A fingerprint is written in the same Pebble batch as the next request
-// pushed into the Store it is attached to (see Store.AttachSet): the
+// pushed into the Store it is attached to (see Store.AttachSet; with
+// GroupWrites, the fingerprints of a pending batch are added to it, in key
+// order, when it is committed): the
 // scheduler records a fingerprint just before pushing its request, so the
 // two become durable together. A crash can therefore never leave a
 // fingerprint on disk whose request was lost, which would make the request
@@ -192,6 +196,44 @@ func (s *Set) writePending(b *pebble.Batch) error {
 	return nil
 }
 
+// stage moves the fingerprints not yet written to those of the pending
+// batch (GroupWrites): they belong to the request being pushed into it,
+// and writeStaged adds them to it when it is committed.
+func (s *Set) stage() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for fp := range s.pending {
+		s.inBatch[fp] = struct{}{}
+	}
+	clear(s.pending)
+}
+
+// writeStaged adds the staged fingerprints to b in key order. Pebble
+// inserts a batch's keys into its memtable one by one, each search
+// starting from where the previous one ended: fingerprints are random,
+// and written between the queue's keys (one per push) each one searched
+// the memtable from the top; sorted and together, each starts next to
+// the previous one.
+func (s *Set) writeStaged(b *pebble.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.inBatch) == 0 {
+		return nil
+	}
+	fps := make([]dupefilter.Fingerprint, 0, len(s.inBatch))
+	for fp := range s.inBatch {
+		fps = append(fps, fp)
+	}
+	slices.SortFunc(fps, func(a, b dupefilter.Fingerprint) int { return bytes.Compare(a[:], b[:]) })
+	var kb [32]byte
+	for _, fp := range fps {
+		if err := b.Set(append(append(kb[:0], s.prefix...), fp[:]...), nil, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // committed tells the set that the batches its pending fingerprints went
 // to are committed.
 func (s *Set) committed() {
@@ -225,6 +267,12 @@ func (s *Set) Len() int {
 func (s *Set) Close(ctx context.Context) error {
 	b := s.db.NewBatch()
 	defer b.Close()
+	s.mu.Lock()
+	fps := make([]dupefilter.Fingerprint, 0, len(s.pending))
+	for fp := range s.pending {
+		fps = append(fps, fp)
+	}
+	s.mu.Unlock()
 	if err := s.writePending(b); err != nil {
 		return err
 	}
@@ -234,6 +282,12 @@ func (s *Set) Close(ctx context.Context) error {
 	if err := s.write("dupefilter close", func() error { return b.Commit(pebble.NoSync) }); err != nil {
 		return fmt.Errorf("pebbleq: dupefilter close: %w: %w", pqueue.ErrStorage, err)
 	}
-	s.committed()
+	// Only these are committed: fingerprints staged in the store's
+	// pending batch are written with it.
+	s.mu.Lock()
+	for _, fp := range fps {
+		delete(s.inBatch, fp)
+	}
+	s.mu.Unlock()
 	return nil
 }

@@ -472,7 +472,10 @@ func (s *Store) PromoteDue(ctx context.Context, now time.Time) ([]pqueue.Info, e
 		}
 		info.ID, info.NotBefore = pqueue.ID(id), time.Time{}
 		qk := s.queueKey(s.subq(info.Queue), info.Priority, id)
-		_ = b.Delete(k, nil)
+		// The delayed key was set once, by Push; the sub-queue key is
+		// new (it holds the entry's ID): both keep the set-once,
+		// delete-once rule of SingleDelete (Ack).
+		_ = b.SingleDelete(k, nil)
 		_ = b.Set(qk, val, nil)
 		moved = append(moved, &item{key: qk, info: info, val: slices.Clone(val)})
 	}

@@ -55,7 +55,11 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 	if err := b.Set(key, val, nil); err != nil {
 		return s.broken("push", err)
 	}
-	if s.seen != nil {
+	switch {
+	case s.seen == nil:
+	case s.group:
+		s.seen.stage() // written, sorted, when the batch is committed
+	default:
 		if err := s.seen.writePending(b); err != nil {
 			return s.broken("push", err)
 		}
@@ -87,7 +91,13 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 }
 
 // Ack implements pqueue.Store: the entry is deleted from disk (with
-// GroupWrites, at the next flush).
+// GroupWrites, at the next flush). The deletion is a Pebble SingleDelete:
+// an entry's key holds its ID, IDs are never handed out twice, and no
+// path writes an entry's key again (Nack and Open put entries back in
+// line in memory only), so every key is set once and deleted once. A
+// SingleDelete and the Set it deletes then cancel out when they meet in a
+// flush or compaction, instead of leaving a tombstone to carry down the
+// levels until it reaches the bottom (see doc.go).
 func (s *Store) Ack(ctx context.Context, id pqueue.ID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -103,7 +113,7 @@ func (s *Store) Ack(ctx context.Context, id pqueue.ID) error {
 	}
 	switch {
 	case s.group:
-		if err := s.pendingBatch().Delete(it.key, nil); err != nil {
+		if err := s.pendingBatch().SingleDelete(it.key, nil); err != nil {
 			return s.broken("ack", err)
 		}
 		s.pendAcks++
@@ -111,7 +121,7 @@ func (s *Store) Ack(ctx context.Context, id pqueue.ID) error {
 			return err
 		}
 	case s.onAck == nil:
-		if err := s.write("ack", func() error { return s.db.Delete(it.key, pebble.NoSync) }); err != nil {
+		if err := s.write("ack", func() error { return s.db.SingleDelete(it.key, pebble.NoSync) }); err != nil {
 			return fmt.Errorf("pebbleq: ack %d: %w: %w", id, pqueue.ErrStorage, err)
 		}
 		s.wrote()
@@ -123,7 +133,7 @@ func (s *Store) Ack(ctx context.Context, id pqueue.ID) error {
 			// the entry stays, and the crawl cannot go on.
 			return fmt.Errorf("pebbleq: ack %d: %w: %w", id, pqueue.ErrStorage, err)
 		}
-		_ = b.Delete(it.key, nil)
+		_ = b.SingleDelete(it.key, nil)
 		if err := s.commit("ack", b); err != nil {
 			return fmt.Errorf("pebbleq: ack %d: %w: %w", id, pqueue.ErrStorage, err)
 		}
@@ -163,6 +173,11 @@ func (s *Store) flushLocked() error {
 	}
 	if s.pend == nil || s.pend.Empty() {
 		return nil
+	}
+	if s.seen != nil {
+		if err := s.seen.writeStaged(s.pend); err != nil {
+			return s.broken("flush", err)
+		}
 	}
 	if s.pendAcks > 0 && s.onAck != nil {
 		if err := s.onAck(s.pend); err != nil {
