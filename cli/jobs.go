@@ -37,7 +37,8 @@ func openJob(s *settings.Settings, sp spider.Spider, fresh bool, feeds []*feed.E
 		}
 		return nil, nil
 	}
-	j, err := jobdir.Open(dir, sp.Name(), jobdir.Options{Reset: fresh || s.Bool("JOBDIR_RESET"), Log: log})
+	j, err := jobdir.Open(dir, sp.Name(), jobdir.Options{Reset: fresh || s.Bool("JOBDIR_RESET"), Log: log,
+		SyncDelay: s.Seconds("JOBDIR_SYNC_DELAY")})
 	if errors.Is(err, jobdir.ErrWrite) {
 		return nil, err // a full disk: exit status 1, resume once it is fixed
 	}

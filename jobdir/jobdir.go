@@ -125,6 +125,8 @@ type Job struct {
 	resumed bool
 	log     zerolog.Logger
 	ro      bool
+	// syncDelay is Options.SyncDelay (0 when no syncer runs).
+	syncDelay time.Duration
 
 	stopSync chan struct{}
 	syncDone chan struct{}
@@ -269,7 +271,8 @@ func Open(dir, spiderName string, opts Options) (*Job, error) {
 		if clk == nil {
 			clk = clock.Real
 		}
-		go j.syncLoop(clk, opts.SyncInterval, max(opts.SyncDelay, 0))
+		j.syncDelay = max(opts.SyncDelay, 0)
+		go j.syncLoop(clk, opts.SyncInterval, j.syncDelay)
 	}
 	return j, nil
 }
@@ -377,6 +380,10 @@ func (j *Job) DB() *pebble.DB { return j.db }
 
 // Metadata returns the job's identity record.
 func (j *Job) Metadata() Metadata { return j.meta }
+
+// SyncDelay returns how long the job's syncer waits after a write before
+// it syncs (Options.SyncDelay; 0: at once, or no syncer).
+func (j *Job) SyncDelay() time.Duration { return j.syncDelay }
 
 // Resumed reports whether Open found an existing job.
 func (j *Job) Resumed() bool { return j.resumed }
