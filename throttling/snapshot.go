@@ -82,8 +82,9 @@ func durationOf(s float64) time.Duration { return settings.Duration(s) }
 
 // Snapshot returns the state of every scope held in memory whose manager
 // implements Snapshotter, sorted by scope name, leaving out scopes in their
-// configured state (no backoff, hard delay, quota use, rampup progress or
-// Crawl-delay), which a resumed crawl recreates identically anyway. It is
+// configured state (no backoff, hard delay, quota use, rampup progress,
+// Crawl-delay, RateLimit send budget, nor a delay after the last send
+// still running), which a resumed crawl recreates identically anyway. It is
 // what a JOBDIR stores, not a listing of the scopes: use Views (every scope
 // in memory) or View (any scope by name) to see scopes whatever their
 // state. It is safe to call while the crawl runs.
@@ -102,7 +103,7 @@ func (t *Throttler) Snapshot() []ScopeSnapshot {
 		if d, ok := t.robots[name]; ok {
 			s.RobotsDelay, s.HasRobots = secondsOf(d), true
 		}
-		if t.pristine(s) {
+		if t.pristine(s, now) {
 			continue // recreated identically from the configuration
 		}
 		out = append(out, s)
@@ -139,9 +140,18 @@ func (t *Throttler) Restore(snaps []ScopeSnapshot) {
 }
 
 // pristine reports whether s is what a scope in its configured state
-// would report.
-func (t *Throttler) pristine(s ScopeSnapshot) bool {
+// would report at now. A scope whose delay after its last send still runs,
+// or whose policy holds a RateLimit send budget until a reset to come, is
+// not: a resumed crawl would otherwise send at once, or past the budget.
+func (t *Throttler) pristine(s ScopeSnapshot, now time.Time) bool {
 	if s.BackoffLevel != 0 || s.Pace != 0 || !s.BlockedUntil.IsZero() || s.QuotaUsed != 0 || s.HasRobots {
+		return false
+	}
+	if s.Policy != nil && s.Policy.RemainingUntil.After(now) {
+		return false
+	}
+	if g := s.Gate; g != nil && !g.LastSent.IsZero() &&
+		g.LastSent.Add(time.Duration(float64(durationOf(s.Delay))*g.JitterF)).After(now) {
 		return false
 	}
 	cfg := t.cfg.Scope(s.Scope)

@@ -110,3 +110,73 @@ func TestSnapshotRestoreKeepsSendBudget(t *testing.T) {
 		})
 	}
 }
+
+// A scope with no backoff, quota or robots.txt state is left out of the
+// snapshot as pristine, but not while the delay after its last send still
+// runs or its policy holds a RateLimit send budget: through the
+// throttler's own Snapshot and Restore (what a JOBDIR stores), a resumed
+// crawl waits out the delay and sends no more than the remaining budget
+// before the reset.
+func TestThrottlerSnapshotKeepsRunningState(t *testing.T) {
+	ctx := context.Background()
+	req := spider.MustRequest("http://h.test/", nil)
+	ok := &spider.Response{URL: req.URL, Status: 200, Header: http.Header{}, Request: req}
+	sc := Scopes{{Name: "h.test"}}
+	roundTrip := func(t *testing.T, th *Throttler, kv []any, pause time.Duration) (*Throttler, time.Time) {
+		t.Helper()
+		raw, err := json.Marshal(th.Snapshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var snaps []ScopeSnapshot
+		if err := json.Unmarshal(raw, &snaps); err != nil {
+			t.Fatal(err)
+		}
+		th2, fc2 := newTestThrottler(t, kv...)
+		fc2.Advance(th.clock.Now().Sub(t0) + pause)
+		th2.Restore(snaps)
+		return th2, fc2.Now()
+	}
+	t.Run("delay", func(t *testing.T) {
+		kv := []any{"DOWNLOAD_DELAY", 10.0}
+		th, fc := newTestThrottler(t, kv...)
+		th.Sent(fc.Now(), sc)
+		fc.Advance(sec)
+		th.Done(ctx, req, sc, t0, ok, nil)
+		th2, now := roundTrip(t, th, kv, sec)
+		if w := th2.Wait(now, sc); w != 8*sec {
+			t.Fatalf("resumed 2 s after a send with a 10 s delay: wait %v, want 8s", w)
+		}
+	})
+	t.Run("send budget", func(t *testing.T) {
+		kv := []any{"THROTTLING_RATE_CONTROL", true}
+		th, fc := newTestThrottler(t, kv...)
+		th.mu.Lock()
+		m := th.scope("h.test", fc.Now()).mgr.(*ThrottlingScopeManager)
+		at := fc.Now()
+		for range 20 {
+			m.RecordSent(at, 0)
+			at = at.Add(10 * time.Millisecond)
+			m.RecordOutcome(at, Outcome{Class: OutcomeOK, Signal: Signal{SentAt: at}})
+		}
+		m.RecordSent(at, 0)
+		rl := &RateLimit{Remaining: 2, HasRemaining: true, Reset: 10 * time.Second}
+		m.RecordOutcome(at, Outcome{Class: OutcomeOK, Signal: Signal{SentAt: at, RateLimit: rl}})
+		th.mu.Unlock()
+		fc.Advance(at.Sub(fc.Now()))
+		th2, now := roundTrip(t, th, kv, sec)
+		sent := 0
+		for ; sent < 30; sent++ {
+			w := th2.Wait(now, sc)
+			if w > 5*sec {
+				break // held until the reset
+			}
+			now = now.Add(w)
+			th2.Sent(now, sc)
+			th2.Done(ctx, req, sc, now, ok, nil)
+		}
+		if sent != 2 {
+			t.Fatalf("resumed scope sent %d requests before the reset, want the 2 remaining", sent)
+		}
+	})
+}
