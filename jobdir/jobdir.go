@@ -102,11 +102,12 @@ type Options struct {
 	// journaling file system, a virtual disk) then syncs hundreds of
 	// times a second; a few milliseconds of delay make that tens, and a
 	// JOBDIR crawl of 20,000 pages 5 to 9 % cheaper in CPU with 10 ms
-	// (see docs/performance.md). The price is what a power failure can lose:
-	// up to SyncDelay more of the newest writes (see docs/jobs.md, "Sync
-	// policy"). A process crash loses no more than before: past half of
-	// the bound of Job.LimitUnsynced the syncer syncs at once, delay or
-	// not. Negative values count as 0.
+	// (see docs/performance.md). The price is what a power failure or a
+	// process crash can lose: up to SyncDelay more of the newest writes,
+	// which Pebble holds in its buffer until a sync (see docs/jobs.md,
+	// "Sync policy"). The requests a crash makes the crawl fetch again stay
+	// bounded: past half of the bound of Job.LimitUnsynced the syncer syncs
+	// at once, delay or not. Negative values count as 0.
 	SyncDelay time.Duration
 	// Clock drives the syncer's timers (SyncInterval, SyncDelay); nil
 	// means clock.Real. Tests pass a *clock.Fake.

@@ -44,6 +44,7 @@ type proxyThrottler interface {
 	Wait(now time.Time, scopes throttling.Scopes) time.Duration
 	Admit(ctx context.Context, scopes throttling.Scopes) (time.Time, error)
 	Done(ctx context.Context, req *spider.Request, scopes throttling.Scopes, sentAt time.Time, res *spider.Response, err error)
+	NotSent(ctx context.Context, req *spider.Request, scopes throttling.Scopes, sentAt time.Time)
 	DelayScope(scope string, d time.Duration)
 }
 
@@ -259,7 +260,7 @@ func (m *ProxyPool) acquire(ctx context.Context, req *spider.Request) (*proxypoo
 				return px, scopes, sentAt, nil
 			}
 			// Admitted just as it started resting: give the slot back.
-			m.thr.Done(ctx, req, scopes, sentAt, nil, nil)
+			m.thr.NotSent(ctx, req, scopes, sentAt)
 		} else if ctx.Err() != nil {
 			return nil, nil, time.Time{}, err
 		}

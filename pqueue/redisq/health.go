@@ -104,7 +104,9 @@ func (f *Frontier) renewLoop(ctx context.Context) {
 // channel) and returns once Redis has confirmed every channel: a wake-up
 // published after Open returns is never missed. Without the confirmation
 // a slot freed in the first milliseconds would only be noticed at the next
-// PollInterval.
+// PollInterval. A Redis that accepts the connection but never confirms
+// makes it fail after UnavailableTimeout (go-redis sets no read deadline
+// of its own on a subscription).
 func (f *Frontier) subscribe(ctx context.Context) (*redis.PubSub, []string, error) {
 	chans := make([]string, f.l.shards)
 	for k := range chans {
@@ -112,7 +114,7 @@ func (f *Frontier) subscribe(ctx context.Context) (*redis.PubSub, []string, erro
 	}
 	ps := f.c.Subscribe(ctx, chans...)
 	for confirmed := 0; confirmed < len(chans); {
-		msg, err := ps.Receive(ctx)
+		msg, err := ps.ReceiveTimeout(ctx, f.o.UnavailableTimeout)
 		if err != nil {
 			ps.Close()
 			return nil, nil, fmt.Errorf("redisq: subscribing to the wake-up channels: %w", err)
