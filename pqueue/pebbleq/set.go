@@ -243,7 +243,8 @@ func (s *Set) committed() {
 }
 
 // Len implements dupefilter.Set. The first call counts the stored
-// fingerprints (one pass over the keys).
+// fingerprints (one pass over the keys) and those added but not yet
+// written; later calls follow Add and Forget.
 func (s *Set) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -255,7 +256,9 @@ func (s *Set) Len() int {
 				n++
 			}
 			it.Close()
-			s.n += n
+			// The keys include what this set added and wrote already:
+			// count them there, not twice.
+			s.n = n + len(s.pending) + len(s.inBatch)
 			s.counted = true
 		}
 	}

@@ -2,6 +2,7 @@ package pebbleq_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/gocrawl/gocrawl/dupefilter"
@@ -88,5 +89,42 @@ func TestSetForget(t *testing.T) {
 	}
 	if seen, _ := set.Add(ctx, dupefilter.Of(written)); !seen {
 		t.Error("a fingerprint that was not forgotten is no longer seen")
+	}
+}
+
+// Len counts each fingerprint once: those stored before the set was made,
+// those added and written since, and those added but not yet written,
+// whenever Len is first called.
+func TestSetLenCountsOnce(t *testing.T) {
+	ctx := context.Background()
+	js := openStore(t, t.TempDir(), 0)
+	set := pebbleq.NewSet(js.job.DB(), jobdir.PrefixDupes)
+	js.AttachSet(set)
+	if err := js.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		r := spider.MustRequest(fmt.Sprintf("http://h.test/%d", i), nil)
+		if seen, err := set.Add(ctx, dupefilter.Of(r)); err != nil || seen {
+			t.Fatalf("Add %d: %v %v", i, seen, err)
+		}
+		if i < 3 { // pushed: written with the request; the rest stay pending
+			if err := js.Push(ctx, &pqueue.Entry{Info: pqueue.Info{Queue: "h.test"}, Req: r}); err != nil {
+				t.Fatal(err)
+			}
+			if err := js.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := set.Len(); n != 5 {
+		t.Fatalf("Len = %d after 5 fingerprints (3 written, 2 pending), want 5", n)
+	}
+	r := spider.MustRequest("http://h.test/new", nil)
+	if _, err := set.Add(ctx, dupefilter.Of(r)); err != nil {
+		t.Fatal(err)
+	}
+	if n := set.Len(); n != 6 {
+		t.Fatalf("Len = %d after one more, want 6", n)
 	}
 }
