@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocrawl/gocrawl/internal/cputime"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -125,7 +126,7 @@ func BenchmarkCrawl(b *testing.B) {
 			for range b.N {
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
-				cpu0 := processCPU()
+				cpu0 := cputime.Process()
 				e, err := New(tc.sp(), benchSettings(b), Options{})
 				if err != nil {
 					b.Fatal(err)
@@ -134,7 +135,7 @@ func BenchmarkCrawl(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				cpu += processCPU() - cpu0
+				cpu += cputime.Process() - cpu0
 				runtime.ReadMemStats(&after)
 				if got := res.Stats["downloader/response_status_count/200"]; got != benchPages {
 					b.Fatalf("crawled %v pages, want %d", got, benchPages)

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/internal/cputime"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
@@ -73,7 +74,7 @@ func BenchmarkPopManyBackingOff(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for range b.N {
 		p, _, err = q.Pop(ctx, now)
 		if err != nil || p == nil {
@@ -134,7 +135,7 @@ func steadyState(b *testing.B, gate pqueue.Gate, done func(*pqueue.Popped)) {
 	rnd := rand.New(rand.NewPCG(1, 1))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	defer reportCPU(b, cpu)
 	for range b.N {
 		if _, err := q.Push(ctx, now, req, scopes[rnd.IntN(nScopes)], rnd.IntN(3)); err != nil {
@@ -195,5 +196,5 @@ func heapBytes() uint64 {
 }
 
 func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Process()-start)/float64(b.N), "cpu-ns/op")
 }

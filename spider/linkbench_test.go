@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocrawl/gocrawl/internal/cputime"
 	"github.com/gocrawl/gocrawl/internal/simsite"
 	"github.com/gocrawl/gocrawl/linkextract"
 	"github.com/gocrawl/gocrawl/spider"
@@ -94,14 +95,14 @@ func BenchmarkLinks(b *testing.B) {
 		var out counter
 		b.ReportAllocs()
 		i := 0
-		start := cpuTime()
+		start := cputime.Process()
 		for b.Loop() {
 			if err := parse(fresh(pages[i%len(pages)]), &out); err != nil {
 				b.Fatal(err)
 			}
 			i++
 		}
-		b.ReportMetric(float64(cpuTime()-start)/float64(i), "cpu-ns/op")
+		b.ReportMetric(float64(cputime.Process()-start)/float64(i), "cpu-ns/op")
 		b.ReportMetric(float64(out.n.Load())/float64(i), "links/page")
 	}
 	b.Run("FollowAll", func(b *testing.B) {
@@ -129,18 +130,18 @@ func BenchmarkLinks(b *testing.B) {
 		var cpuA, cpuB time.Duration
 		pagesDone := 0
 		for b.Loop() {
-			t0 := cpuTime()
+			t0 := cputime.Process()
 			for k := range 16 {
 				res := fresh(pages[(pagesDone+k)%len(pages)])
 				out.FollowAll(res, res.Find("a[href]"), nil)
 			}
-			t1 := cpuTime()
+			t1 := cputime.Process()
 			for k := range 16 {
 				if err := s.FollowRules(ctx, fresh(pages[(pagesDone+k)%len(pages)]), &out); err != nil {
 					b.Fatal(err)
 				}
 			}
-			t2 := cpuTime()
+			t2 := cputime.Process()
 			cpuA, cpuB = cpuA+t1-t0, cpuB+t2-t1
 			pagesDone += 16
 		}

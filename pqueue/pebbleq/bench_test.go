@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocrawl/gocrawl/internal/cputime"
 	"github.com/gocrawl/gocrawl/jobdir"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/pqueue/pebbleq"
@@ -65,14 +66,6 @@ func peakRSSMB() float64 {
 	return float64(ru.Maxrss) / 1024 // Linux reports KiB
 }
 
-// cpuTime is the process's user+system CPU time: on a shared machine it
-// says what the queue costs regardless of how much CPU it was given.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func dirSize(dir string) int64 {
 	var n int64
 	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
@@ -101,7 +94,7 @@ func BenchmarkQueueMillions(b *testing.B) {
 		if err := s.Open(ctx); err != nil {
 			b.Fatal(err)
 		}
-		start, cpu0 := time.Now(), cpuTime()
+		start, cpu0 := time.Now(), cputime.Process()
 		for i := range n {
 			if err := s.Push(ctx, benchEntry(i)); err != nil {
 				b.Fatal(err)
@@ -131,7 +124,7 @@ func BenchmarkQueueMillions(b *testing.B) {
 			}
 		}
 		popDur := time.Since(start)
-		cpu := cpuTime() - cpu0
+		cpu := cputime.Process() - cpu0
 		if s.Len() != 0 {
 			b.Fatalf("Len = %d after popping everything", s.Len())
 		}
@@ -217,7 +210,7 @@ func benchPushPopHead(b *testing.B, flushEvery int) {
 	}
 	i := backlog
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		if err := s.Push(ctx, benchEntry(i)); err != nil {
 			b.Fatal(err)
@@ -241,5 +234,5 @@ func benchPushPopHead(b *testing.B, flushEvery int) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "push+pop/s")
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N)/1000, "CPU-µs/push+pop")
+	b.ReportMetric(float64((cputime.Process()-cpu0).Nanoseconds())/float64(b.N)/1000, "CPU-µs/push+pop")
 }

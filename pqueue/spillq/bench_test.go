@@ -3,25 +3,14 @@ package spillq_test
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/gocrawl/gocrawl/internal/cputime"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/pqueue/spillq"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
 )
-
-// cpuTime returns the CPU time the process has used (GC included):
-// steadier than wall-clock time on a shared machine.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkSteadyState is a crawl's queue in steady state with a frontier
 // of 100,000 requests: one op is a Push, a Reserve and an Ack, with a
@@ -63,7 +52,7 @@ func BenchmarkSteadyState(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			start := cpuTime()
+			start := cputime.Process()
 			for i := range b.N {
 				push(frontier + i)
 				e, err := s.Reserve(ctx, "h.test")
@@ -79,7 +68,7 @@ func BenchmarkSteadyState(b *testing.B) {
 					}
 				}
 			}
-			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Process()-start)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
