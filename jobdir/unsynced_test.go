@@ -18,49 +18,10 @@ import (
 // within the limit do not.
 func TestLimitUnsynced(t *testing.T) {
 	// No background syncer: only the limit syncs.
-	j := mustOpen(t, filepath.Join(t.TempDir(), "job"), "books", Options{SyncInterval: -1})
-	j.LimitUnsynced(2)
-	sp := &testSpider{}
-	st, err := j.Storage(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	q := st.Queue.(*pebbleq.Store)
-	if err := q.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 5 {
-		e := &pqueue.Entry{Info: pqueue.Info{Queue: "a"}, Req: spider.MustRequest(fmt.Sprintf("http://a.test/%d", i), sp.Parse)}
-		if err := q.Push(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := q.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	syncs := func() uint64 {
-		m, _, err := j.LastSync()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m.Count
-	}
+	f := newSyncFixture(t, Options{SyncInterval: -1}, 2)
+	f.push(5)
+	syncs, ack := f.syncs, f.ack
 	before := syncs()
-	ack := func(n int) {
-		for range n {
-			e, err := q.Reserve(ctx, "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := q.Ack(ctx, e.ID); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := q.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	ack(2)
 	if got := syncs(); got != before {
 		t.Fatalf("2 acknowledgements (the limit) made %d syncs", got-before)
@@ -81,25 +42,8 @@ func TestLimitUnsynced(t *testing.T) {
 // nothing written the log is still synced every SyncInterval.
 func TestSyncDelay(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	j := mustOpen(t, filepath.Join(t.TempDir(), "job"), "books", Options{SyncInterval: time.Hour, SyncDelay: 10 * time.Second, Clock: clk})
-	j.LimitUnsynced(10)
-	sp := &testSpider{}
-	st, err := j.Storage(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	q := st.Queue.(*pebbleq.Store)
-	if err := q.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	syncs := func() uint64 {
-		m, _, err := j.LastSync()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m.Count
-	}
+	f := newSyncFixture(t, Options{SyncInterval: time.Hour, SyncDelay: 10 * time.Second, Clock: clk}, 10)
+	j, syncs, ack := f.j, f.syncs, f.ack
 	// waitFor waits for the syncer goroutine to get somewhere; the
 	// decisions themselves are driven by the fake clock.
 	waitFor := func(what string, cond func() bool) {
@@ -114,15 +58,7 @@ func TestSyncDelay(t *testing.T) {
 	waitFor("the syncer's interval timer", func() bool { return clk.Pending() == 1 })
 	before := syncs()
 
-	for i := range 20 {
-		e := &pqueue.Entry{Info: pqueue.Info{Queue: "a"}, Req: spider.MustRequest(fmt.Sprintf("http://a.test/%d", i), sp.Parse)}
-		if err := q.Push(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := q.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	f.push(20)
 	waitFor("the delay timer", func() bool { return clk.Pending() == 2 })
 	if got := syncs(); got != before {
 		t.Fatalf("a write was synced %d times before SyncDelay passed", got-before)
@@ -130,21 +66,6 @@ func TestSyncDelay(t *testing.T) {
 	clk.Advance(10 * time.Second)
 	waitFor("the sync after the delay", func() bool { return syncs() == before+1 })
 
-	ack := func(n int) {
-		t.Helper()
-		for range n {
-			e, err := q.Reserve(ctx, "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := q.Ack(ctx, e.ID); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := q.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// 6 unsynced acknowledgements: past half of the limit of 10, so
 	// synced without waiting for the delay (the clock does not move).
 	ack(6)
@@ -171,44 +92,87 @@ func TestSyncDelay(t *testing.T) {
 // clock does not move: the syncer is woken, not its timers).
 func TestLimitUnsyncedWaitsForSyncer(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	j := mustOpen(t, filepath.Join(t.TempDir(), "job"), "books", Options{SyncInterval: time.Hour, Clock: clk})
-	j.LimitUnsynced(2)
+	f := newSyncFixture(t, Options{SyncInterval: time.Hour, Clock: clk}, 2)
+	j := f.j
+	f.push(10)
+	for round := 1; round <= 3; round++ {
+		// 3 acknowledgements in one write, limit 2: Flush returns once a
+		// sync covers at least one of them.
+		f.ack(3)
+		if synced, acked := j.acksSynced.Load(), j.acks.Load(); acked-synced > 2 {
+			t.Fatalf("round %d: Flush returned with %d of %d acknowledgements unsynced (limit 2)", round, acked-synced, acked)
+		}
+	}
+}
+
+// syncFixture is a job's queue driven as the engine drives it, for the
+// tests of when acknowledgements reach the disk.
+type syncFixture struct {
+	t   *testing.T
+	ctx context.Context
+	j   *Job
+	q   *pebbleq.Store
+	sp  *testSpider
+	n   int // requests pushed so far
+}
+
+func newSyncFixture(t *testing.T, o Options, limit int) *syncFixture {
+	t.Helper()
+	j := mustOpen(t, filepath.Join(t.TempDir(), "job"), "books", o)
+	j.LimitUnsynced(limit)
 	sp := &testSpider{}
 	st, err := j.Storage(sp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	q := st.Queue.(*pebbleq.Store)
-	if err := q.Open(ctx); err != nil {
+	f := &syncFixture{t: t, ctx: context.Background(), j: j, q: st.Queue.(*pebbleq.Store), sp: sp}
+	if err := f.q.Open(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 10 {
-		e := &pqueue.Entry{Info: pqueue.Info{Queue: "a"}, Req: spider.MustRequest(fmt.Sprintf("http://a.test/%d", i), sp.Parse)}
-		if err := q.Push(ctx, e); err != nil {
-			t.Fatal(err)
+	return f
+}
+
+// push queues n more requests in one write.
+func (f *syncFixture) push(n int) {
+	f.t.Helper()
+	for range n {
+		e := &pqueue.Entry{Info: pqueue.Info{Queue: "a"}, Req: spider.MustRequest(fmt.Sprintf("http://a.test/%d", f.n), f.sp.Parse)}
+		f.n++
+		if err := f.q.Push(f.ctx, e); err != nil {
+			f.t.Fatal(err)
 		}
 	}
-	if err := q.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for round := 1; round <= 3; round++ {
-		for range 3 {
-			e, err := q.Reserve(ctx, "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := q.Ack(ctx, e.ID); err != nil {
-				t.Fatal(err)
-			}
+	f.flush()
+}
+
+// ack reserves and acknowledges n requests in one write.
+func (f *syncFixture) ack(n int) {
+	f.t.Helper()
+	for range n {
+		e, err := f.q.Reserve(f.ctx, "a")
+		if err != nil {
+			f.t.Fatal(err)
 		}
-		// 3 acknowledgements in one write, limit 2: Flush returns once a
-		// sync covers at least one of them.
-		if err := q.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if synced, acked := j.acksSynced.Load(), j.acks.Load(); acked-synced > 2 {
-			t.Fatalf("round %d: Flush returned with %d of %d acknowledgements unsynced (limit 2)", round, acked-synced, acked)
+		if err := f.q.Ack(f.ctx, e.ID); err != nil {
+			f.t.Fatal(err)
 		}
 	}
+	f.flush()
+}
+
+func (f *syncFixture) flush() {
+	f.t.Helper()
+	if err := f.q.Flush(f.ctx); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// syncs returns how many syncs of the log the job has recorded.
+func (f *syncFixture) syncs() uint64 {
+	f.t.Helper()
+	m, _, err := f.j.LastSync()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return m.Count
 }
