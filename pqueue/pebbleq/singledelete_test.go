@@ -219,20 +219,7 @@ func TestSingleDeleteKeysSetOnce(t *testing.T) {
 				}
 			}
 			for _, host := range hosts {
-				for {
-					if _, ok, err := s.Head(ctx, host); err != nil {
-						t.Fatal(err)
-					} else if !ok {
-						break
-					}
-					e, err := s.Reserve(ctx, host)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := s.Ack(ctx, e.ID); err != nil {
-						t.Fatal(err)
-					}
-				}
+				drain(t, s, host)
 			}
 			if err := s.Close(ctx); err != nil {
 				t.Fatal(err)
@@ -341,21 +328,7 @@ func TestResumeJobWrittenWithDelete(t *testing.T) {
 	}
 	var got []string
 	for _, host := range []string{"h0.example", "h1.example", "h2.example"} {
-		for {
-			if _, ok, err := s.Head(ctx, host); err != nil {
-				t.Fatal(err)
-			} else if !ok {
-				break
-			}
-			e, err := s.Reserve(ctx, host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, e.Req.URL.String())
-			if err := s.Ack(ctx, e.ID); err != nil {
-				t.Fatal(err)
-			}
-		}
+		got = append(got, drain(t, s, host)...)
 	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -371,5 +344,28 @@ func TestResumeJobWrittenWithDelete(t *testing.T) {
 	}
 	if strings.Contains(log.String(), "misuse") {
 		t.Fatalf("Pebble reported a misuse: %s", log.String())
+	}
+}
+
+// drain reserves and acknowledges every entry of queue in order and
+// returns their URLs.
+func drain(t *testing.T, s *pebbleq.Store, queue string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var urls []string
+	for {
+		if _, ok, err := s.Head(ctx, queue); err != nil {
+			t.Fatal(err)
+		} else if !ok {
+			return urls
+		}
+		e, err := s.Reserve(ctx, queue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, e.Req.URL.String())
+		if err := s.Ack(ctx, e.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
