@@ -284,23 +284,10 @@ func FuzzCodecDecode(f *testing.F) {
 
 func BenchmarkCodec(b *testing.B) {
 	sp := &testSpider{}
-	c := Codec{Spider: sp}
 	req := spider.MustRequest("https://www.example.com/catalogue/page-17.html", sp.ParseBook)
 	req.Depth = 4
 	req.Set("retry_times", 1)
-	var buf []byte
-	b.ReportAllocs()
-	for b.Loop() {
-		var err error
-		buf, err = c.Append(buf[:0], req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.Decode(buf); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(len(buf)), "bytes/req")
+	benchCodec(b, Codec{Spider: sp}, req)
 }
 
 func TestCodecClosureWrapsErrNotMethod(t *testing.T) {
