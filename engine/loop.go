@@ -61,7 +61,8 @@ type loopState struct {
 	// runDone is Run's ctx.Done(), nil once it has been turned into Stop.
 	runDone <-chan struct{}
 
-	// flusher is the scheduler when its storage groups writes (JOBDIR).
+	// flusher is the scheduler when its storage groups writes (JOBDIR,
+	// or the spilled part of a queue without it).
 	flusher scheduler.Flusher
 
 	next       func() (*spider.Request, error, bool) // pulls spider.Start
@@ -201,7 +202,8 @@ func (l *loopState) wantStarts() bool {
 }
 
 // flush is step 1b: with a scheduler whose storage groups its writes
-// (JOBDIR), everything recorded since the last turn (the requests callbacks
+// (JOBDIR; a queue that spilled to disk, where nothing needs to last),
+// everything recorded since the last turn (the requests callbacks
 // produced, their fingerprints, the acknowledgements of finished jobs, the
 // start requests just fed) is committed as one write before anything new
 // starts. Writes reach Pebble in order (the store may commit part of a
