@@ -62,7 +62,9 @@ func (p *Policy) latTick(now time.Time, g GateState) {
 		p.latLimit, p.latPhase = 0, 0
 		return
 	}
-	if p.latStart.IsZero() || g.OK < p.latMark {
+	if p.latStart.IsZero() || g.OK < p.latMark || p.rcRamp > 0 {
+		// The first window starts after the rate controller's start ramp
+		// (which paces the scope, so its throughput says nothing of slots).
 		p.latStart, p.latMark, p.latFull = now, g.OK, g.FullSeconds
 		return
 	}

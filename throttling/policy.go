@@ -294,6 +294,10 @@ type PolicyState struct {
 	RateLate       float64    `json:"rate_late,omitempty"`
 	SendLimit      int64      `json:"send_limit,omitempty"`
 	RemainingUntil time.Time  `json:"remaining_until,omitzero"`
+	// The start ramp's origin and its sends until the first refusal event
+	// (kept until the event's burst is measured).
+	RateRampStart time.Time  `json:"rate_ramp_start,omitzero"`
+	RateRampMarks []RateMark `json:"rate_ramp_marks,omitempty"`
 
 	// Latency control (version 2): the concurrency held (0 = the
 	// configured one), the trial in progress (-1 one slot less, +1 one
@@ -327,6 +331,7 @@ func (p *Policy) State() PolicyState {
 		s.RateMarks, s.RateSamples = slices.Clone(p.rcMarks), slices.Clone(p.rcSamples)
 		s.RateGrowing, s.RateStart, s.RateBurst, s.RateError, s.RateLate = p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr, p.rcLate
 		s.SendLimit, s.RemainingUntil = p.rcSendLimit, p.rcRemUntil
+		s.RateRampStart, s.RateRampMarks = p.rcRampStart, slices.Clone(p.rcRampMarks)
 	}
 	if p.latEnabled() {
 		s.LatencyLimit, s.LatencyPhase, s.LatencyBase, s.LatencyHold = p.latLimit, p.latPhase, p.latBase, p.latHold
@@ -371,6 +376,7 @@ func (p *Policy) SetState(s PolicyState) error {
 		p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr = max(0, s.RateGrowing), s.RateStart, max(0, s.RateBurst), max(0, s.RateError)
 		p.rcLate = min(max(s.RateLate, 1), rcLateMax)
 		p.rcSendLimit, p.rcRemUntil = s.SendLimit, s.RemainingUntil
+		p.rcRampStart, p.rcRampMarks = s.RateRampStart, slices.Clone(s.RateRampMarks)
 		if s.Version < 3 {
 			// Written before the send budget (a cap in flight then): at
 			// most a reset's hold is lost.

@@ -27,14 +27,13 @@ import (
 //     per w) caps the rate at q/w; "remaining" caps the requests in flight
 //     and, near zero, is a refusal that costs nothing (a soft event);
 //     "remaining 0" also holds the scope until the reset.
-//   - No slow start. Choice: a new scope uses its configured concurrency
-//     from its first request, as in Scrapy's throttling design (PR
-//     #6931), where concurrency is a limit the crawl uses from the start
-//     unless rampup is on: a user who sets 8 expects 8 in flight at once,
-//     even against a server that is slow to answer. The price is the
-//     first burst: into a server's bucket of b tokens, concurrency − b
-//     requests are refused before anything is known (one event, by the
-//     burst rule). Rampup is the tool that starts low.
+//   - A start ramp, not a slow start: a new scope uses its configured
+//     concurrency from its first request (as in Scrapy's throttling
+//     design, PR #6931), but until the first refusal its sends are paced
+//     at a rate that starts at rcRampRate and doubles every rcRampStep
+//     (ratecontrol_ramp.go), so that a server's small bucket empties
+//     with about one request in flight instead of a burst of
+//     concurrency − bucket refusals.
 
 // Which refusals are evidence: server delays (Retry-After, RateLimit
 // reset) on any scope; bare refusals (no header) only on rampup scopes,
@@ -58,6 +57,10 @@ type rateState struct {
 	rcGrowing   float64    // the estimate is a guess: grow by this factor per step until the next event (0 = no)
 	rcStart     time.Time  // the controller's first tick after the scope's first send
 	rcBurst     float64    // the server's burst as seen at the first event (0 = unknown)
+	rcRampStart time.Time  // the start ramp's origin: the scope's first tick
+	rcRamp      float64    // the start ramp's rate in force (0 = not ramping)
+	rcRampUntil time.Time  // and its next step
+	rcRampMarks []RateMark // the ramp's sends, to the first event if it came during the ramp (rcBurst then also counts a refill: burstAt)
 	rcEstErr    float64    // the estimate's error (requests per second); 0 = unknown
 	rcLate      float64    // how much slower than the rate in force the scope sends (late wake-ups); 1 = on time
 	rcSendLimit int64      // RateLimit remaining as a send budget: GateParams.SendLimit, until rcRemUntil
@@ -168,6 +171,7 @@ func (p *Policy) rcTick(now time.Time, g GateState) {
 	if !p.rcRemUntil.IsZero() && !now.Before(p.rcRemUntil) {
 		p.rcSendLimit, p.rcRemUntil = 0, time.Time{}
 	}
+	p.rcRampTick(now, g)
 	if !p.rcOn || now.Before(p.rcNext) {
 		return
 	}
@@ -204,7 +208,7 @@ func (p *Policy) rcStretch() float64 {
 
 // burst is the server's burst as measured, else 5 (a common default).
 func (p *Policy) burst() float64 {
-	if p.rcBurst > 0 {
+	if p.rcBurst > 0 && p.rcRampMarks == nil {
 		return p.rcBurst
 	}
 	return 5
@@ -340,6 +344,7 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 		// then (answered or in flight) is about the server's burst; later
 		// refusals of the same burst take theirs off.
 		p.rcBurst = float64(accepted(g))
+		p.rcRampMarks = p.rcRampEvent(now, g)
 	}
 	p.rcMarks = append(p.rcMarks, RateMark{At: now, OK: accepted(g), Pause: pause})
 	if len(p.rcMarks) > rcMarkN {
@@ -446,6 +451,9 @@ func (p *Policy) rcSetCap(now time.Time, rate float64) {
 // rcInterval is the controller's minimum time between sends (0 when it
 // does not pace).
 func (p *Policy) rcInterval() time.Duration {
+	if !p.rcOn && p.rcRamp > 0 {
+		return time.Duration(float64(time.Second) / p.rcRamp)
+	}
 	if !p.rcOn || p.rcRate <= 0 {
 		return 0
 	}
@@ -456,6 +464,8 @@ func (p *Policy) rcInterval() time.Duration {
 func (p *Policy) rcValidUntil() (t time.Time) {
 	if p.rcOn {
 		t = p.rcNext
+	} else if p.rcRamp > 0 {
+		t = p.rcRampUntil
 	}
 	if !p.rcRemUntil.IsZero() && (t.IsZero() || p.rcRemUntil.Before(t)) {
 		t = p.rcRemUntil

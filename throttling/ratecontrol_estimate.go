@@ -77,12 +77,12 @@ func (p *Policy) rcModelEstimate(now time.Time, g GateState) (r, u float64, ok b
 			steps = append(steps, step{dt, float64(sent - p.rcSamples[i].Sent)})
 		}
 	}
-	b := p.rcBurst
 	// accepts is what a bucket refilled at rate accepts of the cycle's
 	// sends, and how long before now it last was full (the drain: only
 	// that part of the cycle measures the rate; before it the bucket
 	// overflowed, and the sends say only that the rate was above them).
 	accepts := func(rate float64) (total, drain float64) {
+		b := p.burstAt(rate)
 		tokens := min(b, rate*max(pause, 0))
 		drain = span
 		at := 0.0
@@ -121,6 +121,11 @@ func (p *Policy) rcModelEstimate(now time.Time, g GateState) (r, u float64, ok b
 	// and drained in the last 0.2 s measured the rate to 5 requests/s, not
 	// to 1/3 (the first estimate after a growth by doubling).
 	_, drain := accepts(r)
+	if p.rcRampMarks != nil {
+		// The burst, measured during the start ramp, is known now.
+		p.rcBurst, p.rcRampMarks = p.burstAt(r), nil
+		p.debug("rate_burst").Float64("burst", p.rcBurst).Msg("throttling: the server's burst, from the start ramp")
+	}
 	return r, 1 / max(drain, rcMinDrain.Seconds()), true
 }
 
@@ -149,7 +154,7 @@ func (p *Policy) rcDrainEstimate(now time.Time, g GateState, est float64) float6
 		}
 		// The bucket was full when the drain began: take its burst off
 		// (or a share when the burst is not known).
-		if p.rcBurst > 0 {
+		if p.rcBurst > 0 && p.rcRampMarks == nil {
 			r = max(0, float64(a-m.OK)-p.rcBurst) / secs
 		} else {
 			r = rcDrainShare * float64(a-m.OK) / secs
@@ -218,7 +223,7 @@ func (p *Policy) rcWindow(j int, now time.Time, a int64) (r, u float64) {
 		}
 	}
 	pe := acc / span
-	if p.rcBurst <= 0 || len(paused) == 0 || sent <= 0 {
+	if p.rcBurst <= 0 || p.rcRampMarks != nil || len(paused) == 0 || sent <= 0 {
 		return pe, 1 / span
 	}
 	lhs := func(r float64) float64 {

@@ -1,0 +1,130 @@
+package throttling
+
+import (
+	"math"
+	"time"
+)
+
+// The rate controller's start ramp (docs/throttling.md, "The start
+// ramp").
+//
+// Before a server has refused anything, a limited host and an unlimited
+// one answer alike. A scope that sends its whole concurrency at once
+// pours it into the server's bucket: with 8 slots and a bucket of 5
+// tokens (one taken by robots.txt), 4 requests are refused before
+// anything is known, 0.8 % of a 500-page crawl at 2 requests/s. So,
+// until its first refusal event, a scope's sends are paced at a rate
+// that starts at rcRampRate and doubles every rcRampStep; at rcRampEnd
+// the ramp is over. A small bucket then empties while about one request
+// is in flight (one refusal, not four), and the concurrency is still
+// the configured one from the first request (a server slow to answer
+// gets its 8 requests within 150 ms: this is not a slow start that
+// waits for answers).
+//
+// It only adds a minimum interval between sends, like the rest of the
+// controller: a configured delay or Crawl-delay longer than the ramp's
+// interval wins. It does not apply where the scope's pace is known or
+// lifted: a scope with a quota (the user gave its budget), a rate the
+// server announced (RateLimit-Policy), no concurrency limit (0: the user
+// lifted the per-scope limit, as the throughput benchmarks do), rampup
+// (which starts low on its own).
+const (
+	// rcRampRate is the ramp's first rate (requests per second).
+	rcRampRate = 20.0
+	// rcRampStep is how often it doubles: 20, 40, 80... 640/s within
+	// 250 ms, where 8 slots at 12 ms a request are the limit anyway.
+	rcRampStep = 50 * time.Millisecond
+	// rcRampEnd ends the ramp.
+	rcRampEnd = 1000.0
+	// rcRampBurstShare: a first refusal during the ramp measured the
+	// burst plus the refill since the scope's first send; the burst is
+	// taken as at least this share of what was accepted by then (the
+	// ramp doubles each step, so when the bucket emptied the scope sent
+	// at up to twice the refill, and the bucket held at least what
+	// refilled while it drained).
+	rcRampBurstShare = 0.5
+	// rcRampMarkN bounds the sends remembered during the ramp.
+	rcRampMarkN = 64
+)
+
+// rcRamps reports whether the start ramp applies to the scope now.
+func (p *Policy) rcRamps() bool {
+	return p.rcEnabled() && !p.rcOn && len(p.rcMarks) == 0 && p.rcCap == 0 &&
+		p.conc > 0 && !p.cfg.Rampup.Enabled && p.cfg.Quota <= 0
+}
+
+// rcRampTick sets the ramp's rate at now and remembers the sends since
+// the previous tick (what the bucket got, to measure its burst at the
+// first event).
+func (p *Policy) rcRampTick(now time.Time, g GateState) {
+	p.rcRamp, p.rcRampUntil = 0, time.Time{}
+	if !p.rcRamps() {
+		return
+	}
+	if p.rcRampStart.IsZero() {
+		p.rcRampStart = now
+	}
+	steps := now.Sub(p.rcRampStart) / rcRampStep
+	r := rcRampRate * math.Pow(2, float64(steps))
+	if r >= rcRampEnd {
+		p.rcRampMarks = nil
+		return
+	}
+	p.rcRamp, p.rcRampUntil = r, p.rcRampStart.Add((steps+1)*rcRampStep)
+	if g.Sends == 0 {
+		return
+	}
+	if n := len(p.rcRampMarks); n == 0 {
+		p.rcRampMarks = append(p.rcRampMarks, RateMark{At: g.LastSent, Sent: g.Sends})
+	} else if g.Sends != p.rcRampMarks[n-1].Sent && n < rcRampMarkN {
+		p.rcRampMarks = append(p.rcRampMarks, RateMark{At: g.LastSent, Sent: g.Sends})
+	}
+}
+
+// rcRampEvent is what the first refusal event keeps of the ramp: its
+// sends to now when the event came during the ramp (the event's
+// accepted count then includes a refill: burstAt), else nil.
+func (p *Policy) rcRampEvent(now time.Time, g GateState) []RateMark {
+	if p.rcRamp <= 0 || len(p.rcRampMarks) == 0 {
+		return nil
+	}
+	return append(p.rcRampMarks, RateMark{At: now, Sent: g.Sends})
+}
+
+// burstAt is the server's burst if its refill rate is rate. A first
+// refusal during the start ramp came after the bucket had refilled for a
+// while (less what overflowed while the ramp sent below the refill), so
+// what it accepted by then (rcBurst) is the burst plus that refill: the
+// burst is the bucket size that, fed the ramp's sends (rcRampMarks),
+// accepts as much, and at least rcRampBurstShare of it. The first model
+// estimate (the next refusal event) solves for both and keeps the burst.
+func (p *Policy) burstAt(rate float64) float64 {
+	m := p.rcRampMarks
+	if m == nil {
+		return p.rcBurst
+	}
+	accepts := func(b float64) float64 {
+		tokens := b - float64(m[0].Sent)
+		total := float64(m[0].Sent)
+		for i := 1; i < len(m); i++ {
+			avail := tokens + rate*m[i].At.Sub(m[i-1].At).Seconds()
+			got := min(float64(m[i].Sent-m[i-1].Sent), max(avail, 0))
+			tokens = min(b, avail-got)
+			total += got
+		}
+		return total
+	}
+	lo, hi := max(1, rcRampBurstShare*p.rcBurst), max(1, p.rcBurst)
+	if accepts(lo) >= p.rcBurst {
+		return lo
+	}
+	for range 30 {
+		mid := (lo + hi) / 2
+		if accepts(mid) < p.rcBurst {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
+}
