@@ -98,7 +98,11 @@ type RobotsDelaySetter interface {
 //     quota on its first answer is paced from it, and the requests that
 //     waited for robots.txt do not go out together into a quota of fewer.
 //     A remaining count without a rate does not reschedule them: it says
-//     how much is left now, not how fast it comes back.
+//     how much is left now, not how fast it comes back. They are also
+//     rescheduled (robotstxt/rescheduled_for_start_ramp) when the host's
+//     scope paces its first requests (the rate controller's start ramp,
+//     throttling.Throttler.StartRamps), so that they go out at its pace
+//     rather than together.
 //   - Parsed files are kept for 24 hours (RFC 9309 asks not to use a cached
 //     copy longer) in an LRU cache of ROBOTSTXT_CACHE_SIZE origins.
 type RobotsTxt struct {
@@ -109,6 +113,7 @@ type RobotsTxt struct {
 	size      int
 	delays    RobotsDelaySetter
 	rl        RateLimitReader
+	ramp      StartRamper
 	now       func() time.Time
 	fetchFunc func(ctx context.Context, req *spider.Request) (*spider.Response, error)
 
@@ -124,6 +129,7 @@ type robotsEntry struct {
 	unreach bool
 	delayed bool      // a Crawl-delay was applied to the host's scope
 	paced   bool      // the answer carried RateLimit headers the host's scope reads
+	ramped  bool      // the host's scope paces its first requests (the rate controller's start ramp)
 	readyAt time.Time // when the Crawl-delay or the RateLimit headers were applied (crawl clock)
 	expires time.Time
 	// While robots.txt is unreachable: when it first failed, how many
@@ -153,6 +159,15 @@ type RateLimitReader interface {
 	ReadsRateLimit(scope string) bool
 }
 
+// StartRamper is what RobotsTxt asks the throttler about a host's first
+// requests: whether the scope paces them (the rate controller's start
+// ramp), so that the requests that waited for robots.txt go out through
+// the gate again rather than together; *throttling.Throttler implements
+// it.
+type StartRamper interface {
+	StartRamps(scope string) bool
+}
+
 // NewRobotsTxt builds the middleware for a crawl. The crawler's Throttler receives
 // Crawl-delays when it implements RobotsDelaySetter.
 func NewRobotsTxt(c *spider.Crawler) (*RobotsTxt, error) {
@@ -168,6 +183,9 @@ func NewRobotsTxt(c *spider.Crawler) (*RobotsTxt, error) {
 	}
 	if r, ok := c.Throttler.(RateLimitReader); ok {
 		m.rl = r
+	}
+	if r, ok := c.Throttler.(StartRamper); ok {
+		m.ramp = r
 	}
 	if c, ok := c.Throttler.(interface{ Now() time.Time }); ok {
 		m.now = c.Now // the crawl's clock, the time base of admissions
@@ -235,15 +253,19 @@ func (m *RobotsTxt) Check(ctx context.Context, req *spider.Request) error {
 		m.stat("robotstxt/forbidden")
 		return &DropError{Reason: DropReasonRobotsTxt, Err: ErrRobotsTxtDisallowed}
 	}
-	if e.delayed && (waited || robotsAdmittedBefore(ctx, e.readyAt)) || e.paced && waited {
+	if e.delayed && (waited || robotsAdmittedBefore(ctx, e.readyAt)) || (e.paced || e.ramped) && waited {
 		// Admitted before the origin's Crawl-delay (or quota) was known:
 		// send it again through the scheduler so the delay holds from the
 		// first request. For RateLimit headers only the requests that
 		// waited for the fetch: with no delay to wait, one sent again is
 		// admitted at the very instant the headers were applied.
 		reason := "robots.txt_crawl_delay"
-		if !e.delayed {
+		switch {
+		case e.delayed:
+		case e.paced:
 			reason = "robots.txt_ratelimit"
+		default:
+			reason = "robots.txt_start_ramp"
 		}
 		m.stat("robotstxt/rescheduled_for_" + strings.TrimPrefix(reason, "robots.txt_"))
 		again := req.Clone()
@@ -368,6 +390,9 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 		return
 	}
 	m.stat(fmt.Sprintf("robotstxt/response_status_count/%d", res.Status))
+	if m.ramp != nil && m.ramp.StartRamps(from.Host()) {
+		e.ramped = true
+	}
 	if m.rl != nil && m.rl.ReadsRateLimit(from.Host()) {
 		// Only an announced rate (a quota policy) paces from one answer;
 		// a remaining count alone says how much is left now, not how fast

@@ -12,6 +12,15 @@ func (t *Throttler) ReadsRateLimit(scope string) bool {
 	return t.cfg.Scope(scope).RateControl.Enabled
 }
 
+// StartRamps reports whether scope's first requests are paced by the rate
+// controller's start ramp (rate control on, a concurrency limit, no
+// rampup, no quota): the robots.txt middleware then sends the requests
+// that waited for robots.txt through the gate again instead of together.
+func (t *Throttler) StartRamps(scope string) bool {
+	c := t.cfg.Scope(scope)
+	return c.RateControl.Enabled && c.Concurrency > 0 && !c.Rampup.Enabled && c.Quota <= 0
+}
+
 // SetRobotsDelay applies a robots.txt Crawl-delay to scope (the host's
 // scope), when ROBOTSTXT_OBEY and THROTTLING_ROBOTSTXT_OBEY are on: the
 // scope's concurrency becomes 1 and its delay the Crawl-delay, capped at
