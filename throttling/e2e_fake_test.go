@@ -235,7 +235,9 @@ func TestE2ERetryAfterPacing(t *testing.T) {
 func TestE2EStartRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		site := &bucketSite{} // no limit: records arrivals
-		common := []any{"CONCURRENT_REQUESTS", 50, "CONCURRENT_REQUESTS_PER_DOMAIN", 50}
+		// The start rate on its own: no per-host start ramp (rate control
+		// off), so that the unlimited crawl starts all 50 at once.
+		common := []any{"CONCURRENT_REQUESTS", 50, "CONCURRENT_REQUESTS_PER_DOMAIN", 50, "THROTTLING_RATE_CONTROL", false}
 		crawlInProcess(t, &listSpider{urls: urls("http://unlimited.test", 50)}, site, common...)
 		crawlInProcess(t, &listSpider{urls: urls("http://limited.test", 30)}, site,
 			append(common, "MAX_STARTS_PER_SECOND", 20.0, "MAX_STARTS_BURST", 1)...)

@@ -58,11 +58,17 @@ func init() {
 //	THROTTLING_MANAGER: CostManager
 //	THROTTLING_SCOPES:
 //	  cost: {quota: 100.0, concurrency: 0}
+//	  api.toscrape.com: {rate_control: false}
+//
+// The API's budget is the quota, so the host's rate controller is off:
+// with it on, its start ramp would also space the host's first requests
+// (docs/throttling.md, "The start ramp").
 func Example_costCappedQuota() {
 	s := settings.New()
 	_ = s.SetMap(map[string]any{
 		"THROTTLING_MANAGER": "CostManager",
-		"THROTTLING_SCOPES":  map[string]any{"cost": map[string]any{"quota": 100.0, "concurrency": 0}},
+		"THROTTLING_SCOPES": map[string]any{"cost": map[string]any{"quota": 100.0, "concurrency": 0},
+			"api.toscrape.com": map[string]any{"rate_control": false}},
 	}, settings.SourceFile, "gocrawl.yaml")
 	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	t, err := throttling.New(s, throttling.Options{Clock: fc})

@@ -30,13 +30,13 @@ func TestE2ERateControl(t *testing.T) {
 		extra        func(t *testing.T, r rateResult)
 		noViolations bool
 	}{
-		{c: rateCase{name: "R=2", rate: 2, pages: 500}, minShare: 0.95, maxRefused: 0.01},
-		{c: rateCase{name: "R=10", rate: 10, pages: 500}, minShare: 0.9, maxRefused: 0.01},
+		{c: rateCase{name: "R=2", rate: 2, pages: 500}, minShare: 0.95, maxRefused: 0.015},
+		{c: rateCase{name: "R=10", rate: 10, pages: 500}, minShare: 0.9, maxRefused: 0.015},
 		{c: rateCase{name: "R=50", rate: 50, duration: 120 * time.Second}, minShare: 0.9, steadyShare: 0.94, maxRefused: 0.01},
 		{c: rateCase{name: "bare 429, rampup", rate: 10, bare: true, pages: 500, settings: rampup}, minShare: 0.85, maxRefused: 0.03},
 		{c: rateCase{name: "bare 503, rampup", rate: 10, bare: true, status: 503, pages: 500, settings: rampup}, minShare: 0.85, maxRefused: 0.03},
 		{c: rateCase{name: "RateLimit headers", rate: 10, pages: 500, headers: simsite.RateLimitStructured}, minShare: 0.95, steadyShare: 0.95, maxRefused: 0.002, allRefused: 0.002},
-		{c: rateCase{name: "older RateLimit headers", rate: 10, pages: 500, headers: simsite.RateLimitSeparate}, minShare: 0.85, steadyShare: 0.9, maxRefused: 0.002},
+		{c: rateCase{name: "older RateLimit headers", rate: 10, pages: 500, headers: simsite.RateLimitSeparate}, minShare: 0.85, steadyShare: 0.9, maxRefused: 0.006, allRefused: 0.006},
 		{c: rateCase{name: "drop 10 to 4", rate: 10, schedule: []simsite.RateChange{{After: 30 * time.Second, Rate: 4}}, duration: 60 * time.Second},
 			maxRefused: 1, extra: func(t *testing.T, r rateResult) {
 				if got := r.okRateIn(40, 50); got < 3.6 || got > 4.4 {
@@ -72,14 +72,15 @@ func TestE2ERateControl(t *testing.T) {
 				if tt.minShare > 0 && r.okRate < tt.minShare*limit {
 					t.Errorf("%.2f ok/s, want at least %.0f%% of %v", r.okRate, 100*tt.minShare, limit)
 				}
-				// No slow start (Scrapy's throttling design: the configured
-				// concurrency from the first request): the first burst of 8
-				// into the server's bucket of 5 is refused beyond it before
-				// anything is known, one event. Then the controller's own
-				// refusals count against the target.
+				// The start ramp: the first requests are paced until the
+				// first refusal, so the server's bucket of 5 empties with
+				// about one request in flight (not the 8 - 5 of a burst of
+				// the whole concurrency). Then the controller's own refusals
+				// count against the target (one run here; the benchmark's
+				// median of 5 is the figure).
 				first := r.refusedIn(0, 1)
-				if first > 8-5+1 {
-					t.Errorf("%d refusals in the first second, want at most concurrency 8 - burst 5 + 1", first)
+				if first > 2 {
+					t.Errorf("%d refusals in the first second, want at most 2 (the start ramp)", first)
 				}
 				if share := float64(r.refused-first) / float64(r.requests); share > tt.maxRefused {
 					t.Errorf("%.2f%% refused after the first burst, want at most %.2f%%", 100*share, 100*tt.maxRefused)

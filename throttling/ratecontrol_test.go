@@ -171,21 +171,63 @@ func TestRateControlFollowsALimitThatChanges(t *testing.T) {
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-// No slow start: a new scope uses its configured concurrency from its
-// first request, answered or not (a server slow to answer), with the
-// controller on or off, as in Scrapy's throttling design (PR #6931).
-func TestRateControlNoSlowStart(t *testing.T) {
-	for _, on := range []bool{true, false} {
-		t.Run(fmt.Sprint("rate_control=", on), func(t *testing.T) {
-			m := newSM(t, "example.com", "THROTTLING_RATE_CONTROL", on)
+// The start ramp: until its first refusal a new scope's sends are paced
+// from 20/s, doubling every 50 ms, while its concurrency is the configured
+// one from the first request (not a slow start: nothing waits for an
+// answer). After 300 ms (1,280/s) the ramp is over and 8 go at once. It
+// does not apply with the controller off, without a concurrency limit,
+// with rampup or with a quota.
+func TestRateControlStartRamp(t *testing.T) {
+	m := rcManager(t, "example.com", "RANDOMIZE_DOWNLOAD_DELAY", false)
+	if w := m.CanSend(t0, 0); w != 0 {
+		t.Fatalf("first request: wait %v, want 0", w)
+	}
+	m.RecordSent(t0, 0)
+	if w := m.CanSend(t0, 0); !approx(w, 50*time.Millisecond) {
+		t.Fatalf("second request before any answer: wait %v, want 50ms (20/s)", w)
+	}
+	at := t0.Add(50 * time.Millisecond)
+	m.RecordSent(at, 0)
+	if w := m.CanSend(at, 0); !approx(w, 25*time.Millisecond) {
+		t.Fatalf("after one step: wait %v, want 25ms (40/s)", w)
+	}
+	for i := 2; i < 8; i++ { // none answered: the slots are taken, not waited for
+		at = at.Add(25 * time.Millisecond)
+		m.RecordSent(at, 0)
+	}
+	if w := m.CanSend(at, 0); w != UntilSlotFree {
+		t.Fatalf("9th request: wait %v, want UntilSlotFree (the configured 8)", w)
+	}
+	end := t0.Add(300 * time.Millisecond)
+	for range 8 {
+		m.RecordOutcome(end, Outcome{Class: OutcomeOK})
+	}
+	for i := range 8 {
+		if w := m.CanSend(end, 0); w != 0 {
+			t.Fatalf("request %d after the ramp: wait %v, want 0", i+1, w)
+		}
+		m.RecordSent(end, 0)
+	}
+	if rate, _ := m.Policy().Rate(); rate != 0 {
+		t.Errorf("after the ramp: paced at %v/s, want unpaced until a refusal", rate)
+	}
+
+	for _, tt := range []struct {
+		name string
+		kv   []any
+	}{
+		{"rate control off", []any{"THROTTLING_RATE_CONTROL", false}},
+		{"no concurrency limit", []any{"CONCURRENT_REQUESTS_PER_DOMAIN", 0}},
+		{"rampup", []any{"THROTTLING_SCOPES", map[string]any{"example.com": map[string]any{"rampup": true, "min_concurrency": 8, "concurrency": 8}}}},
+		{"quota", []any{"THROTTLING_SCOPES", map[string]any{"example.com": map[string]any{"quota": 100, "window": 60}}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := rcManager(t, "example.com", append([]any{"RANDOMIZE_DOWNLOAD_DELAY", false}, tt.kv...)...)
 			for i := range 8 {
 				if w := m.CanSend(t0, 0); w != 0 {
-					t.Fatalf("request %d before any answer: wait %v, want 0 (concurrency 8)", i+1, w)
+					t.Fatalf("request %d before any answer: wait %v, want 0", i+1, w)
 				}
 				m.RecordSent(t0, 0)
-			}
-			if w := m.CanSend(t0, 0); w != UntilSlotFree {
-				t.Fatalf("9th request: wait %v, want UntilSlotFree (the configured 8)", w)
 			}
 		})
 	}
@@ -454,6 +496,7 @@ func TestRateFirstGuessDoublesEveryHalfSecond(t *testing.T) {
 // reaching the server (rescheduled: OutcomeOther) give theirs back.
 func TestRateLimitRemainingIsASendBudget(t *testing.T) {
 	m := rcManager(t, "example.com", "DOWNLOAD_DELAY", 0, "RANDOMIZE_DOWNLOAD_DELAY", false)
+	m.CanSend(t0.Add(-time.Second), 0) // the scope's start ramp began a second before, and is over
 	m.RecordSent(t0, 0)
 	// 2 more admitted before the first answer (held, say, by robots.txt).
 	m.RecordSent(t0, 0)
