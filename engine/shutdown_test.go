@@ -333,7 +333,9 @@ func TestCloseSpiderTimeout(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	site, base := newBlockingSite(t)
 	sp := newURLsSpider(urlsOf(base, 10)...)
-	e, err := New(sp, testSettings(t, "CLOSESPIDER_TIMEOUT", 30.0, "CONCURRENT_REQUESTS", 2), Options{Clock: clk})
+	// No rate controller: its start ramp would pace the second request on
+	// a clock that stands still.
+	e, err := New(sp, testSettings(t, "CLOSESPIDER_TIMEOUT", 30.0, "CONCURRENT_REQUESTS", 2, "THROTTLING_RATE_CONTROL", false), Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,6 +140,9 @@ func startHOL(t testing.TB, sched string, withSlow bool, sites *holSites, clk cl
 	sHost, fHost := spider.MustRequest(sites.slow.URL, nil).Host(), spider.MustRequest(sites.fast.URL, nil).Host()
 	s := settings.New()
 	err := s.SetMap(map[string]any{
+		// The clock may stand still: no rate controller (its start ramp
+		// paces a new scope's first requests).
+		"THROTTLING_RATE_CONTROL": false,
 		"SCHEDULER":                       sched,
 		"ROBOTSTXT_OBEY":                  false,
 		"CONCURRENT_REQUESTS":             holSlots,

@@ -31,6 +31,11 @@ type env struct {
 func newEnv(t *testing.T, set map[string]any) *env {
 	t.Helper()
 	s := settings.New()
+	// The fake clock stands still unless a test moves it: no rate
+	// controller (its start ramp paces a new scope's first requests).
+	if err := s.Set("THROTTLING_RATE_CONTROL", false, settings.SourceCommandLine, "test"); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.SetMap(set, settings.SourceCommandLine, "test"); err != nil {
 		t.Fatal(err)
 	}

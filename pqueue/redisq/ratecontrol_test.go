@@ -209,6 +209,9 @@ func TestRateLimitRemainingBudgetShared(t *testing.T) {
 		t.Fatal("nothing popped")
 	}
 	a.respond(t, p, http.StatusOK, http.Header{"Ratelimit-Remaining": {"2"}, "Ratelimit-Reset": {"2"}, "Ratelimit-Limit": {"5"}})
+	// Past the scope's start ramp (300 ms from the policy's first
+	// write, the answer above): the budget alone paces.
+	w.advance(400 * time.Millisecond)
 	for i := range 2 {
 		q, _ := pop(t, b.f, w.clk.Now())
 		if q == nil {
