@@ -142,7 +142,7 @@ func startHOL(t testing.TB, sched string, withSlow bool, sites *holSites, clk cl
 	err := s.SetMap(map[string]any{
 		// The clock may stand still: no rate controller (its start ramp
 		// paces a new scope's first requests).
-		"THROTTLING_RATE_CONTROL": false,
+		"THROTTLING_RATE_CONTROL":         false,
 		"SCHEDULER":                       sched,
 		"ROBOTSTXT_OBEY":                  false,
 		"CONCURRENT_REQUESTS":             holSlots,

@@ -2,8 +2,8 @@ package throttling
 
 import (
 	"fmt"
-	"os"
 	"math"
+	"os"
 	"time"
 )
 
