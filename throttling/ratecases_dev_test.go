@@ -56,7 +56,6 @@ func TestRateCasesTable(t *testing.T) {
 				if os.Getenv("GOCRAWL_RATE_SERIES") != "" {
 					t.Logf("%s per second: %v", c.name, r.perSecond)
 					t.Logf("%s refused at (s): %.3v", c.name, r.refusedAt)
-					t.Logf("%s refused at (s): %.3v", c.name, r.refusedAt)
 				}
 			})
 		}
