@@ -1,9 +1,7 @@
 package throttling
 
 import (
-	"fmt"
 	"math"
-	"os"
 	"time"
 )
 
@@ -125,12 +123,6 @@ func (p *Policy) rcModelEstimate(now time.Time, g GateState) (r, u float64, ok b
 	_, drain := accepts(r)
 	if p.rcRampMarks != nil {
 		// The burst, measured during the start ramp, is known now.
-		if os.Getenv("DBGM") != "" {
-			for _, m := range p.rcRampMarks {
-				fmt.Fprintf(os.Stderr, "MARK %.4f %d\n", m.At.Sub(p.rcRampStart).Seconds(), m.Sent)
-			}
-			fmt.Fprintf(os.Stderr, "ACC %v R %v B %v\n", p.rcBurst, r, p.burstAt(r))
-		}
 		p.rcBurst, p.rcRampMarks = p.burstAt(r), nil
 		p.debug("rate_burst").Float64("burst", p.rcBurst).Msg("throttling: the server's burst, from the start ramp")
 	}
