@@ -59,6 +59,12 @@ func (p *Policy) rcRamps() bool {
 func (p *Policy) rcRampTick(now time.Time, g GateState) {
 	p.rcRamp, p.rcRampUntil = 0, time.Time{}
 	if !p.rcRamps() {
+		if p.rcBurst <= 0 {
+			// No first-event burst to measure with them (the scope
+			// stopped ramping otherwise: an announced rate, a first
+			// refusal after the ramp): not kept nor persisted.
+			p.rcRampMarks = nil
+		}
 		return
 	}
 	if p.rcRampStart.IsZero() {
@@ -104,8 +110,12 @@ func (p *Policy) burstAt(rate float64) float64 {
 		return p.rcBurst
 	}
 	accepts := func(b float64) float64 {
-		tokens := b - float64(m[0].Sent)
-		total := float64(m[0].Sent)
+		// The sends to the first mark arrive at once (the ramp's first,
+		// or a burst the gate admitted before the ramp began: a
+		// distributed scope's first policy write can come after it): a
+		// full bucket accepts at most b of them.
+		total := min(b, float64(m[0].Sent))
+		tokens := b - total
 		for i := 1; i < len(m); i++ {
 			avail := tokens + rate*m[i].At.Sub(m[i-1].At).Seconds()
 			got := min(float64(m[i].Sent-m[i-1].Sent), max(avail, 0))
