@@ -70,8 +70,7 @@ func (p *Policy) rcRampTick(now time.Time, g GateState) {
 	if p.rcRampStart.IsZero() {
 		p.rcRampStart = now
 	}
-	steps := now.Sub(p.rcRampStart) / rcRampStep
-	r := rcRampRate * math.Pow(2, float64(steps))
+	steps, r := p.rcRampStep(now)
 	if r >= rcRampEnd {
 		p.rcRampMarks = nil
 		return
@@ -85,6 +84,27 @@ func (p *Policy) rcRampTick(now time.Time, g GateState) {
 	} else if g.Sends != p.rcRampMarks[n-1].Sent && n < rcRampMarkN {
 		p.rcRampMarks = append(p.rcRampMarks, RateMark{At: g.LastSent, Sent: g.Sends})
 	}
+}
+
+// rcRampStep is the ramp's step at now (from rcRampStart) and its rate;
+// at rcRampEnd or above the ramp is over.
+func (p *Policy) rcRampStep(now time.Time) (time.Duration, float64) {
+	steps := now.Sub(p.rcRampStart) / rcRampStep
+	return steps, rcRampRate * math.Pow(2, float64(steps))
+}
+
+// rcRampsAt reports whether the start ramp paces the scope at now: it
+// applies and is not over (a scope not ticked yet ramps from its first
+// tick).
+func (p *Policy) rcRampsAt(now time.Time) bool {
+	if !p.rcRamps() {
+		return false
+	}
+	if p.rcRampStart.IsZero() {
+		return true
+	}
+	_, r := p.rcRampStep(now)
+	return r < rcRampEnd
 }
 
 // rcRampEvent is what the first refusal event keeps of the ramp: its

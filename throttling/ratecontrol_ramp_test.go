@@ -1,9 +1,13 @@
 package throttling
 
 import (
+	"context"
 	"math"
+	"net/http"
 	"testing"
 	"time"
+
+	"github.com/gocrawl/gocrawl/spider"
 )
 
 // A scope whose first burst went out before the ramp started (a
@@ -56,5 +60,50 @@ func TestRateControlRampMarksDroppedWithoutABurst(t *testing.T) {
 	m.tick(at.Add(20 * time.Millisecond))
 	if s := m.Policy().State(); len(s.RateRampMarks) != 0 || s.RateBurst != 0 {
 		t.Errorf("announced rate before any refusal: state keeps ramp marks %v (burst %v), want none", s.RateRampMarks, s.RateBurst)
+	}
+}
+
+// StartRamps answers for the scope's ramp now, not for its configuration:
+// the robots.txt middleware reschedules the requests that waited for
+// robots.txt only while they can still go out at the ramp's pace. A
+// robots.txt answer after the ramp (slow, or fetched again a day later)
+// has nothing to pace them with.
+func TestStartRampsFollowsTheScopesRamp(t *testing.T) {
+	sent := func(th *Throttler, host string, at time.Time) Scopes {
+		t.Helper()
+		sc, err := th.Scopes(context.Background(), spider.MustRequest("http://"+host+"/", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		th.Wait(at, sc)
+		th.Sent(at, sc)
+		return sc
+	}
+	th, fc := newTestThrottler(t, "THROTTLING_RATE_CONTROL", true)
+	if !th.StartRamps("a.test") {
+		t.Fatal("a scope not seen yet: StartRamps false, want true (it ramps from its first request)")
+	}
+	sent(th, "a.test", t0)
+	fc.Advance(100 * time.Millisecond)
+	if !th.StartRamps("a.test") {
+		t.Fatal("100 ms after the first send: StartRamps false, want true")
+	}
+	fc.Advance(250 * time.Millisecond)
+	if th.StartRamps("a.test") {
+		t.Error("350 ms after the first send (the ramp is over): StartRamps true, want false")
+	}
+
+	// A refusal event ends the ramp (the controller paces from it).
+	req := spider.MustRequest("http://b.test/", nil)
+	sc := sent(th, "b.test", fc.Now())
+	res := &spider.Response{Request: req, URL: req.URL, Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"1"}}}
+	th.Done(context.Background(), req, sc, fc.Now(), res, nil)
+	if th.StartRamps("b.test") {
+		t.Error("after a refusal event: StartRamps true, want false")
+	}
+
+	off, _ := newTestThrottler(t, "THROTTLING_RATE_CONTROL", false)
+	if off.StartRamps("a.test") {
+		t.Error("rate control off: StartRamps true, want false")
 	}
 }
