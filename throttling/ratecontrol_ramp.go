@@ -126,7 +126,7 @@ func (p *Policy) rcRampEvent(now time.Time, g GateState) []RateMark {
 // estimate (the next refusal event) solves for both and keeps the burst.
 func (p *Policy) burstAt(rate float64) float64 {
 	m := p.rcRampMarks
-	if m == nil {
+	if len(m) == 0 {
 		return p.rcBurst
 	}
 	accepts := func(b float64) float64 {

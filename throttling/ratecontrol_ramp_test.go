@@ -107,3 +107,20 @@ func TestStartRampsFollowsTheScopesRamp(t *testing.T) {
 		t.Error("rate control off: StartRamps true, want false")
 	}
 }
+
+// A saved state whose ramp marks are an empty list (a record written by
+// hand or by another tool: this package omits them) reads as no marks:
+// the burst is the saved one, not a model of sends that are not there.
+func TestRateControlRampMarksEmptyState(t *testing.T) {
+	p := rcManager(t, "example.com").Policy()
+	if err := p.SetState(PolicyState{Version: PolicyStateVersion, RateOn: true, Rate: 4, RateEstimate: 4,
+		RateBurst: 5, RateRampMarks: []RateMark{}}); err != nil {
+		t.Fatal(err)
+	}
+	if b := p.burstAt(4); b != 5 {
+		t.Errorf("burstAt with empty saved ramp marks: %v, want the saved burst 5", b)
+	}
+	if b := p.burst(); b != 5 {
+		t.Errorf("burst with empty saved ramp marks: %v, want the saved burst 5", b)
+	}
+}
