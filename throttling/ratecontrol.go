@@ -480,8 +480,9 @@ func (p *Policy) rcValidUntil() (t time.Time) {
 
 // rcValidUntilOK is the gate's answer count at which the policy's
 // parameters go stale (zero: never by count). The rate controller has no
-// slow start (docs/throttling.md, "No slow start"), so no decision of its
-// depends on the number of answers and it returns 0. GateParams.ValidUntilOK
+// slow start (docs/throttling.md, "The start ramp, not a slow start": its
+// start ramp is timed), so no decision of its depends on the number of
+// answers and it returns 0. GateParams.ValidUntilOK
 // stays for a rule that would change the parameters with answers: in
 // memory every call ticks the policy, while a distributed gate holds its
 // parameters until that count and has them refreshed, so that such a rule
