@@ -467,6 +467,14 @@ func (p *Policy) rcInterval() time.Duration {
 
 // rcValidUntil is the controller's next time-based change (zero: none).
 func (p *Policy) rcValidUntil() (t time.Time) {
+	if p.rcRampStart.IsZero() && p.rcRamps() {
+		// Before its first Tick the ramp has not started: the parameters
+		// are stale at once, so that a gate kept elsewhere (a distributed
+		// crawl's, whose first parameters come from an untouched policy:
+		// Throttler.InitialParams) has the policy ticked, which starts the
+		// ramp, before its first send. As rampup does.
+		return time.Time{}.Add(rcRampStep)
+	}
 	if p.rcOn {
 		t = p.rcNext
 	} else if p.rcRamp > 0 {

@@ -50,7 +50,8 @@ const (
 // rcRamps reports whether the start ramp applies to the scope now.
 func (p *Policy) rcRamps() bool {
 	return p.rcEnabled() && !p.rcOn && len(p.rcMarks) == 0 && p.rcCap == 0 &&
-		p.conc > 0 && !p.cfg.Rampup.Enabled && p.cfg.Quota <= 0
+		p.conc > 0 && !p.cfg.Rampup.Enabled && p.cfg.Quota <= 0 &&
+		p.baseDelay < time.Duration(float64(time.Second)/rcRampRate) // a longer delay paces more than the ramp would
 }
 
 // rcRampTick sets the ramp's rate at now and remembers the sends since
@@ -89,7 +90,7 @@ func (p *Policy) rcRampTick(now time.Time, g GateState) {
 // rcRampStep is the ramp's step at now (from rcRampStart) and its rate;
 // at rcRampEnd or above the ramp is over.
 func (p *Policy) rcRampStep(now time.Time) (time.Duration, float64) {
-	steps := now.Sub(p.rcRampStart) / rcRampStep
+	steps := max(now.Sub(p.rcRampStart), 0) / rcRampStep // a clock behind the start (a resumed job on another machine) is at the first step
 	return steps, rcRampRate * math.Pow(2, float64(steps))
 }
 
