@@ -100,9 +100,9 @@ type RobotsDelaySetter interface {
 //     A remaining count without a rate does not reschedule them: it says
 //     how much is left now, not how fast it comes back. They are also
 //     rescheduled (robotstxt/rescheduled_for_start_ramp) when the host's
-//     scope paces its first requests (the rate controller's start ramp,
-//     throttling.Throttler.StartRamps), so that they go out at its pace
-//     rather than together.
+//     scope is pacing its first requests as the answer comes (the rate
+//     controller's start ramp, throttling.Throttler.StartRamps), so that
+//     they go out at its pace rather than together.
 //   - Parsed files are kept for 24 hours (RFC 9309 asks not to use a cached
 //     copy longer) in an LRU cache of ROBOTSTXT_CACHE_SIZE origins.
 type RobotsTxt struct {

@@ -445,3 +445,62 @@ func TestRobotsRateLimitReschedules(t *testing.T) {
 		})
 	}
 }
+
+// robotsRamp is a throttler whose host scopes pace their first requests
+// (the rate controller's start ramp) when the robots.txt answer comes, or
+// not.
+type robotsRamp struct {
+	robotsDelays
+	ramps bool
+	asked []string
+}
+
+func (r *robotsRamp) StartRamps(scope string) bool {
+	r.asked = append(r.asked, scope)
+	return r.ramps
+}
+
+// The requests that waited for robots.txt are rescheduled, once, while
+// the host's scope is in its start ramp (they then go out at its pace,
+// not together); not when the scope does not ramp (any more).
+func TestRobotsStartRampReschedules(t *testing.T) {
+	for _, ramps := range []bool{true, false} {
+		t.Run(fmt.Sprint("ramps=", ramps), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/robots.txt" {
+					io.WriteString(w, "User-agent: *\nDisallow: /private\n")
+					return
+				}
+				io.WriteString(w, "page")
+			}))
+			defer srv.Close()
+			d := &robotsRamp{robotsDelays: robotsDelays{got: map[string]time.Duration{}}, ramps: ramps}
+			st := stats.New()
+			m, err := NewRobotsTxt(&spider.Crawler{Settings: settings.New(), Stats: st, Throttler: d, Download: robotsDownload})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = robotsCheck(m, srv.URL+"/a")
+			host := spider.MustRequest(srv.URL, nil).Host()
+			if len(d.asked) != 1 || d.asked[0] != host {
+				t.Errorf("StartRamps asked for %q, want once for the host %q", d.asked, host)
+			}
+			var resched *RescheduleError
+			if got := errors.As(err, &resched); got != ramps {
+				t.Fatalf("first request (waited for robots.txt): %v, want a reschedule %v", err, ramps)
+			}
+			if n := st.Get("robotstxt/rescheduled_for_start_ramp"); ramps && (resched.Reason != "robots.txt_start_ramp" || n != 1) {
+				t.Errorf("reschedule reason %q, stat %v; want robots.txt_start_ramp, 1", resched.Reason, n)
+			}
+			// Sent again, it goes; robots.txt still holds.
+			admitted := throttling.WithSentAt(context.Background(), time.Now())
+			if err := m.Check(admitted, spider.MustRequest(srv.URL+"/a", nil)); err != nil {
+				t.Errorf("the request sent again: %v, want it sent", err)
+			}
+			var drop *DropError
+			if err := m.Check(admitted, spider.MustRequest(srv.URL+"/private", nil)); !errors.As(err, &drop) {
+				t.Errorf("/private: %v, want dropped by robots.txt", err)
+			}
+		})
+	}
+}

@@ -376,7 +376,10 @@ func (p *Policy) SetState(s PolicyState) error {
 		p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr = max(0, s.RateGrowing), s.RateStart, max(0, s.RateBurst), max(0, s.RateError)
 		p.rcLate = min(max(s.RateLate, 1), rcLateMax)
 		p.rcSendLimit, p.rcRemUntil = s.SendLimit, s.RemainingUntil
-		p.rcRampStart, p.rcRampMarks = s.RateRampStart, slices.Clone(s.RateRampMarks)
+		p.rcRampStart, p.rcRampMarks = s.RateRampStart, nil
+		if len(s.RateRampMarks) > 0 { // nil, not empty: "no ramp marks" (burstAt)
+			p.rcRampMarks = slices.Clone(s.RateRampMarks)
+		}
 		if s.Version < 3 {
 			// Written before the send budget (a cap in flight then): at
 			// most a reset's hold is lost.

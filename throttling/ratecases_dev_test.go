@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -22,6 +23,9 @@ func TestRateCasesTable(t *testing.T) {
 	}
 	only := os.Getenv("GOCRAWL_RATE_CASE")
 	runs := 5
+	if n, err := strconv.Atoi(os.Getenv("GOCRAWL_RATE_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
 	for _, c := range devCases() {
 		if only != "" && only != c.name {
 			continue

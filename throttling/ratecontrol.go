@@ -100,8 +100,13 @@ const (
 	rcLateDemand = 0.7
 	rcLateMax    = 1.2
 	// rcBudget is the fewest requests between two probes (each costs a
-	// refusal): at low rates the curve is stretched to respect it.
-	rcBudget = 200
+	// refusal): at low rates the curve is stretched to respect it. The
+	// curve's cycle is a model, and sends jittered around it drain the
+	// bucket sooner, so the probes come about every 0.8 × rcBudget
+	// requests: every 90 s at 2/s, every 45 s at 4/s, where a limit that
+	// rose must be found within a minute. (200 gave six refusals of 508
+	// requests at R = 2, 1.18 %; 230 gives five, 0.99 %.)
+	rcBudget = 230
 	// rcStep is how often the rate moves along the curve; rcGuessStep
 	// how often it doubles while the estimate is a first guess (each
 	// step below the limit is lost throughput: at R = 50 from a guess of
@@ -462,6 +467,14 @@ func (p *Policy) rcInterval() time.Duration {
 
 // rcValidUntil is the controller's next time-based change (zero: none).
 func (p *Policy) rcValidUntil() (t time.Time) {
+	if p.rcRampStart.IsZero() && p.rcRamps() {
+		// Before its first Tick the ramp has not started: the parameters
+		// are stale at once, so that a gate kept elsewhere (a distributed
+		// crawl's, whose first parameters come from an untouched policy:
+		// Throttler.InitialParams) has the policy ticked, which starts the
+		// ramp, before its first send. As rampup does.
+		return time.Time{}.Add(rcRampStep)
+	}
 	if p.rcOn {
 		t = p.rcNext
 	} else if p.rcRamp > 0 {
@@ -475,8 +488,9 @@ func (p *Policy) rcValidUntil() (t time.Time) {
 
 // rcValidUntilOK is the gate's answer count at which the policy's
 // parameters go stale (zero: never by count). The rate controller has no
-// slow start (docs/throttling.md, "No slow start"), so no decision of its
-// depends on the number of answers and it returns 0. GateParams.ValidUntilOK
+// slow start (docs/throttling.md, "The start ramp, not a slow start": its
+// start ramp is timed), so no decision of its depends on the number of
+// answers and it returns 0. GateParams.ValidUntilOK
 // stays for a rule that would change the parameters with answers: in
 // memory every call ticks the policy, while a distributed gate holds its
 // parameters until that count and has them refreshed, so that such a rule

@@ -50,7 +50,8 @@ const (
 // rcRamps reports whether the start ramp applies to the scope now.
 func (p *Policy) rcRamps() bool {
 	return p.rcEnabled() && !p.rcOn && len(p.rcMarks) == 0 && p.rcCap == 0 &&
-		p.conc > 0 && !p.cfg.Rampup.Enabled && p.cfg.Quota <= 0
+		p.conc > 0 && !p.cfg.Rampup.Enabled && p.cfg.Quota <= 0 &&
+		p.baseDelay < time.Duration(float64(time.Second)/rcRampRate) // a longer delay paces more than the ramp would
 }
 
 // rcRampTick sets the ramp's rate at now and remembers the sends since
@@ -59,13 +60,18 @@ func (p *Policy) rcRamps() bool {
 func (p *Policy) rcRampTick(now time.Time, g GateState) {
 	p.rcRamp, p.rcRampUntil = 0, time.Time{}
 	if !p.rcRamps() {
+		if p.rcBurst <= 0 {
+			// No first-event burst to measure with them (the scope
+			// stopped ramping otherwise: an announced rate, a first
+			// refusal after the ramp): not kept nor persisted.
+			p.rcRampMarks = nil
+		}
 		return
 	}
 	if p.rcRampStart.IsZero() {
 		p.rcRampStart = now
 	}
-	steps := now.Sub(p.rcRampStart) / rcRampStep
-	r := rcRampRate * math.Pow(2, float64(steps))
+	steps, r := p.rcRampStep(now)
 	if r >= rcRampEnd {
 		p.rcRampMarks = nil
 		return
@@ -79,6 +85,27 @@ func (p *Policy) rcRampTick(now time.Time, g GateState) {
 	} else if g.Sends != p.rcRampMarks[n-1].Sent && n < rcRampMarkN {
 		p.rcRampMarks = append(p.rcRampMarks, RateMark{At: g.LastSent, Sent: g.Sends})
 	}
+}
+
+// rcRampStep is the ramp's step at now (from rcRampStart) and its rate;
+// at rcRampEnd or above the ramp is over.
+func (p *Policy) rcRampStep(now time.Time) (time.Duration, float64) {
+	steps := max(now.Sub(p.rcRampStart), 0) / rcRampStep // a clock behind the start (a resumed job on another machine) is at the first step
+	return steps, rcRampRate * math.Pow(2, float64(steps))
+}
+
+// rcRampsAt reports whether the start ramp paces the scope at now: it
+// applies and is not over (a scope not ticked yet ramps from its first
+// tick).
+func (p *Policy) rcRampsAt(now time.Time) bool {
+	if !p.rcRamps() {
+		return false
+	}
+	if p.rcRampStart.IsZero() {
+		return true
+	}
+	_, r := p.rcRampStep(now)
+	return r < rcRampEnd
 }
 
 // rcRampEvent is what the first refusal event keeps of the ramp: its
@@ -100,12 +127,16 @@ func (p *Policy) rcRampEvent(now time.Time, g GateState) []RateMark {
 // estimate (the next refusal event) solves for both and keeps the burst.
 func (p *Policy) burstAt(rate float64) float64 {
 	m := p.rcRampMarks
-	if m == nil {
+	if len(m) == 0 {
 		return p.rcBurst
 	}
 	accepts := func(b float64) float64 {
-		tokens := b - float64(m[0].Sent)
-		total := float64(m[0].Sent)
+		// The sends to the first mark arrive at once (the ramp's first,
+		// or a burst the gate admitted before the ramp began: a
+		// distributed scope's first policy write can come after it): a
+		// full bucket accepts at most b of them.
+		total := min(b, float64(m[0].Sent))
+		tokens := b - total
 		for i := 1; i < len(m); i++ {
 			avail := tokens + rate*m[i].At.Sub(m[i-1].At).Seconds()
 			got := min(float64(m[i].Sent-m[i-1].Sent), max(avail, 0))

@@ -537,3 +537,26 @@ func TestRateLimitRemainingIsASendBudget(t *testing.T) {
 		t.Errorf("at the reset: wait %v, want 0", w)
 	}
 }
+
+// The start ramp stays out of a scope whose configured delay already paces
+// more than the ramp would (no steps to refresh), and a clock behind the
+// ramp's start (a job resumed on a machine whose clock is behind) is at
+// the ramp's first step, not stalled.
+func TestRateControlStartRampEdges(t *testing.T) {
+	m := rcManager(t, "example.com", "RANDOMIZE_DOWNLOAD_DELAY", false, "DOWNLOAD_DELAY", 0.1)
+	m.CanSend(t0, 0)
+	m.RecordSent(t0, 0)
+	if w := m.CanSend(t0, 0); !approx(w, 100*time.Millisecond) {
+		t.Fatalf("DOWNLOAD_DELAY 0.1: wait %v, want the delay, 100ms", w)
+	}
+	if p := m.Policy().Params(t0); p.ValidUntil.Before(t0.Add(time.Second)) {
+		t.Errorf("DOWNLOAD_DELAY 0.1: parameters valid until %v, want no ramp step (every 50 ms)", p.ValidUntil)
+	}
+
+	m = rcManager(t, "example.com", "RANDOMIZE_DOWNLOAD_DELAY", false)
+	m.CanSend(t0.Add(time.Second), 0) // the ramp starts at +1s
+	m.RecordSent(t0, 0)               // then the clock reads earlier
+	if w := m.CanSend(t0, 0); !approx(w, 50*time.Millisecond) {
+		t.Fatalf("clock behind the ramp's start: wait %v, want the first step's 50ms", w)
+	}
+}

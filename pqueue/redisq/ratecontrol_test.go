@@ -42,63 +42,43 @@ func gateOf(t *testing.T, tw *tworker, scope string) throttling.GateParams {
 	return g.Params
 }
 
-// Slow start (one request in flight, then one more per round of accepted
-// answers) counts the answers of all workers in the shared gate: the
-// gate's parameters go stale at the answer count where the limit grows
-// (ValidUntilOK) and whoever pops next refreshes them. Accepted answers
-// cost no policy update of their own.
-func TestSlowStartSharedAcrossWorkers(t *testing.T) {
+// The rate controller's start ramp (docs/throttling.md, "The start ramp,
+// not a slow start") paces a new scope's first requests in the shared gate
+// too, for every worker of the job: the first parameters of a scope the
+// store has never seen are stale at once, so the first pop has the policy
+// ticked (the ramp starts: 20/s, doubling every 50 ms) before it sends;
+// each step is a time-based change of the gate. After 300 ms the ramp is
+// over and the scope's concurrency goes at once.
+func TestStartRampSharedAcrossWorkers(t *testing.T) {
 	w := newWorld(t, 1, throttling.GateParams{}, nil)
 	set := map[string]any{"ROBOTSTXT_OBEY": false, "RANDOMIZE_DOWNLOAD_DELAY": false,
 		"THROTTLING_SCOPES": map[string]any{"h.test": map[string]any{"concurrency": 4, "delay": 0}}}
 	a, b := w.throttled(t, "a", set), w.throttled(t, "b", set)
 	a.push(t, urls("h.test", 20)...)
-	now := func() time.Time { return w.clk.Now().Add(time.Hour) }
 
-	got := popAll(t, a.f, now())
-	if p := gateOf(t, a, "h.test"); p.ValidUntilOK == 0 {
-		// A policy without slow start: the scope's concurrency at once.
-		if len(got) != 4 || p.Concurrency != 4 {
-			t.Fatalf("a new scope without slow start sent %d requests at once, gate %+v; want 4", len(got), p)
-		}
-		t.Skip("the rate controller has no slow start")
-	}
+	got := popAll(t, a.f, w.clk.Now())
 	if len(got) != 1 {
-		t.Fatalf("a new scope sent %d requests at once, want 1 (slow start)", len(got))
+		t.Fatalf("a new scope sent %d requests at once, want 1 (the start ramp paces them)", len(got))
 	}
-	if p := gateOf(t, a, "h.test"); p.Concurrency != 1 || p.ValidUntilOK != 1 {
-		t.Fatalf("gate %+v: want concurrency 1 until the first answer", p)
+	if p := gateOf(t, a, "h.test"); p.Delay != 50*time.Millisecond || p.Concurrency != 4 {
+		t.Fatalf("gate %+v: want 50ms between sends (20/s) and the configured concurrency 4", p)
 	}
-	a.respond(t, got[0], http.StatusOK, nil) // answers: 1
-
-	// b pops: the gate is stale (1 answer), refreshed to 2 in flight.
-	gb := popAll(t, b.f, now())
-	if len(gb) != 2 {
-		t.Fatalf("after a's first answer b sent %d, want 2", len(gb))
+	if got := popAll(t, b.f, w.clk.Now()); len(got) != 0 {
+		t.Fatalf("b sent %d in the same instant, want 0: the ramp is the job's, not a worker's", len(got))
 	}
-	if p := gateOf(t, b, "h.test"); p.Concurrency != 2 || p.ValidUntilOK != 3 {
-		t.Fatalf("gate %+v: want concurrency 2 until the third answer", p)
+	w.advance(50 * time.Millisecond)
+	if got := popAll(t, b.f, w.clk.Now()); len(got) != 1 {
+		t.Fatalf("b sent %d 50 ms later, want 1", len(got))
 	}
-	b.respond(t, gb[0], http.StatusOK, nil) // answers: 2
-	ga := popAll(t, a.f, now())
-	if len(ga) != 1 {
-		t.Fatalf("a sent %d with one of 2 slots free, want 1", len(ga))
+	if p := gateOf(t, b, "h.test"); p.Delay != 25*time.Millisecond {
+		t.Fatalf("gate %+v after one step: want 25ms between sends (40/s)", p)
 	}
-	b.respond(t, gb[1], http.StatusOK, nil) // answers: 3: the limit grows to 3
-	gb = popAll(t, b.f, now())
-	if len(gb) != 2 {
-		t.Fatalf("after 3 answers (one request in flight) b sent %d, want 2 (limit 3)", len(gb))
+	w.advance(300 * time.Millisecond) // the ramp is over
+	if got := popAll(t, a.f, w.clk.Now()); len(got) != 2 {
+		t.Fatalf("after the ramp a sent %d, want the 2 free slots of 4 at once", len(got))
 	}
-	a.respond(t, ga[0], http.StatusOK, nil)
-	for _, p := range gb {
-		b.respond(t, p, http.StatusOK, nil) // answers: 6: slow start reaches the concurrency
-	}
-	got = popAll(t, a.f, now())
-	if len(got) != 4 {
-		t.Fatalf("after 6 answers a sent %d, want 4 (the scope's concurrency)", len(got))
-	}
-	if p := gateOf(t, a, "h.test"); p.Concurrency != 4 || p.ValidUntilOK != 0 {
-		t.Fatalf("gate %+v: want concurrency 4, slow start over", p)
+	if p := gateOf(t, a, "h.test"); p.Delay != 0 {
+		t.Fatalf("gate %+v after the ramp: want no delay", p)
 	}
 }
 

@@ -189,6 +189,7 @@ func TestAdmitOutsideQueue(t *testing.T) {
 	req := spider.MustRequest("http://h.test/robots.txt", nil)
 	a.thr.Done(context.Background(), req, sc, sentAt, &spider.Response{Request: req, Status: 200, URL: req.URL}, nil)
 	flush(t, a.f)
+	w.advance(time.Second) // past the scope's start ramp
 	if p, _ := pop(t, b.f, w.clk.Now().Add(time.Hour)); p == nil {
 		t.Fatal("b could not pop after the admission was released")
 	}

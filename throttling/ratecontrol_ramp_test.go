@@ -1,0 +1,126 @@
+package throttling
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// A scope whose first burst went out before the ramp started (a
+// distributed scope: its policy is first written by the first refusal,
+// after the gate admitted its whole concurrency) remembers that burst as
+// the ramp's first mark. A bucket accepts at most its size of sends that
+// arrive at once, so the burst is what the server accepted (5 of 8), not
+// the lower bound of half of it.
+func TestRateControlRampBurstOfSendsAtOnce(t *testing.T) {
+	p := rcManager(t, "example.com", "RANDOMIZE_DOWNLOAD_DELAY", false).Policy()
+	at := t0.Add(100 * time.Millisecond)
+	g := GateState{Sends: 8, LastSent: t0, Active: 8}
+	for i := range 3 { // 8 sent at t0 unpaced; 3 refused with Retry-After
+		g.Active--
+		g.Refused++
+		p.OnFeedback(at, Signal{Trigger: true, SentAt: t0, Delay: time.Second}, g)
+		if i == 0 && len(p.rcRampMarks) == 0 {
+			t.Fatal("the first refusal kept no ramp marks; the test no longer covers burstAt")
+		}
+	}
+	if p.rcBurst != 5 {
+		t.Fatalf("burst at the first event: %v, want 5 (8 sent, 3 refused)", p.rcBurst)
+	}
+	for _, rate := range []float64{0.5, 2, 10} {
+		if b := p.burstAt(rate); math.Abs(b-5) > 0.01 {
+			t.Errorf("burstAt(%v) = %.3f, want 5: 8 sends at once into a bucket of b accept min(b, 8)", rate, b)
+		}
+	}
+}
+
+// The ramp's marks are kept only to measure the burst of a first refusal
+// during the ramp. A scope that stops ramping otherwise (here the server
+// announces its rate, RateLimit-Policy, before any refusal) drops them:
+// they would be persisted with every policy write and never used.
+func TestRateControlRampMarksDroppedWithoutABurst(t *testing.T) {
+	m := rcManager(t, "example.com", "RANDOMIZE_DOWNLOAD_DELAY", false)
+	at := t0
+	for range 4 {
+		if w := m.CanSend(at, 0); w > 0 {
+			at = at.Add(w)
+		}
+		m.RecordSent(at, 0)
+	}
+	m.tick(at.Add(time.Millisecond))
+	if len(m.Policy().rcRampMarks) == 0 {
+		t.Fatal("no ramp marks after 4 paced sends; the test no longer covers them")
+	}
+	rl := &RateLimit{Quota: 10, Window: time.Second}
+	m.RecordOutcome(at.Add(10*time.Millisecond), Outcome{Class: OutcomeOK, Signal: Signal{SentAt: t0, RateLimit: rl}})
+	m.tick(at.Add(20 * time.Millisecond))
+	if s := m.Policy().State(); len(s.RateRampMarks) != 0 || s.RateBurst != 0 {
+		t.Errorf("announced rate before any refusal: state keeps ramp marks %v (burst %v), want none", s.RateRampMarks, s.RateBurst)
+	}
+}
+
+// StartRamps answers for the scope's ramp now, not for its configuration:
+// the robots.txt middleware reschedules the requests that waited for
+// robots.txt only while they can still go out at the ramp's pace. A
+// robots.txt answer after the ramp (slow, or fetched again a day later)
+// has nothing to pace them with.
+func TestStartRampsFollowsTheScopesRamp(t *testing.T) {
+	sent := func(th *Throttler, host string, at time.Time) Scopes {
+		t.Helper()
+		sc, err := th.Scopes(context.Background(), spider.MustRequest("http://"+host+"/", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		th.Wait(at, sc)
+		th.Sent(at, sc)
+		return sc
+	}
+	th, fc := newTestThrottler(t, "THROTTLING_RATE_CONTROL", true)
+	if !th.StartRamps("a.test") {
+		t.Fatal("a scope not seen yet: StartRamps false, want true (it ramps from its first request)")
+	}
+	sent(th, "a.test", t0)
+	fc.Advance(100 * time.Millisecond)
+	if !th.StartRamps("a.test") {
+		t.Fatal("100 ms after the first send: StartRamps false, want true")
+	}
+	fc.Advance(250 * time.Millisecond)
+	if th.StartRamps("a.test") {
+		t.Error("350 ms after the first send (the ramp is over): StartRamps true, want false")
+	}
+
+	// A refusal event ends the ramp (the controller paces from it).
+	req := spider.MustRequest("http://b.test/", nil)
+	sc := sent(th, "b.test", fc.Now())
+	res := &spider.Response{Request: req, URL: req.URL, Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"1"}}}
+	th.Done(context.Background(), req, sc, fc.Now(), res, nil)
+	if th.StartRamps("b.test") {
+		t.Error("after a refusal event: StartRamps true, want false")
+	}
+
+	off, _ := newTestThrottler(t, "THROTTLING_RATE_CONTROL", false)
+	if off.StartRamps("a.test") {
+		t.Error("rate control off: StartRamps true, want false")
+	}
+}
+
+// A saved state whose ramp marks are an empty list (a record written by
+// hand or by another tool: this package omits them) reads as no marks:
+// the burst is the saved one, not a model of sends that are not there.
+func TestRateControlRampMarksEmptyState(t *testing.T) {
+	p := rcManager(t, "example.com").Policy()
+	if err := p.SetState(PolicyState{Version: PolicyStateVersion, RateOn: true, Rate: 4, RateEstimate: 4,
+		RateBurst: 5, RateRampMarks: []RateMark{}}); err != nil {
+		t.Fatal(err)
+	}
+	if b := p.burstAt(4); b != 5 {
+		t.Errorf("burstAt with empty saved ramp marks: %v, want the saved burst 5", b)
+	}
+	if b := p.burst(); b != 5 {
+		t.Errorf("burst with empty saved ramp marks: %v, want the saved burst 5", b)
+	}
+}
