@@ -344,6 +344,14 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 	}
 	first := !p.rcOn
 	est, estErr := p.rcEstimate(now, g)
+	if soft && !first && p.rcGrowing >= rcGrow {
+		// Still growing from a first guess: the scope sent the whole step
+		// before this one, at rate/rcGrow, without an event, so the limit
+		// is about that or more. A window estimate below it counts a
+		// hold (RateLimit remaining 0 until a reset in whole seconds) or
+		// a pause more than the bucket's refill during it.
+		est = max(est, p.rcRate/rcGrow)
+	}
 	if first && len(p.rcMarks) == 0 && now.Sub(p.rcStart) < rcBurstWithin {
 		// The first refusal soon after the start: what was accepted by
 		// then (answered or in flight) is about the server's burst; later

@@ -36,7 +36,7 @@ func TestE2ERateControl(t *testing.T) {
 		{c: rateCase{name: "bare 429, rampup", rate: 10, bare: true, pages: 500, settings: rampup}, minShare: 0.85, maxRefused: 0.03},
 		{c: rateCase{name: "bare 503, rampup", rate: 10, bare: true, status: 503, pages: 500, settings: rampup}, minShare: 0.85, maxRefused: 0.03},
 		{c: rateCase{name: "RateLimit headers", rate: 10, pages: 500, headers: simsite.RateLimitStructured}, minShare: 0.95, steadyShare: 0.95, maxRefused: 0.002, allRefused: 0.002},
-		{c: rateCase{name: "older RateLimit headers", rate: 10, pages: 500, headers: simsite.RateLimitSeparate}, minShare: 0.85, steadyShare: 0.9, maxRefused: 0.006, allRefused: 0.006},
+		{c: rateCase{name: "older RateLimit headers", rate: 10, pages: 500, headers: simsite.RateLimitSeparate}, minShare: 0.93, steadyShare: 0.95, maxRefused: 0.006, allRefused: 0.006},
 		{c: rateCase{name: "drop 10 to 4", rate: 10, schedule: []simsite.RateChange{{After: 30 * time.Second, Rate: 4}}, duration: 60 * time.Second},
 			maxRefused: 1, extra: func(t *testing.T, r rateResult) {
 				if got := r.okRateIn(40, 50); got < 3.6 || got > 4.4 {

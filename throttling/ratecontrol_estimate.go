@@ -223,13 +223,19 @@ func (p *Policy) rcWindow(j int, now time.Time, a int64) (r, u float64) {
 		}
 	}
 	pe := acc / span
-	if p.rcBurst <= 0 || p.rcRampMarks != nil || len(paused) == 0 || sent <= 0 {
+	if len(paused) == 0 || sent <= 0 {
 		return pe, 1 / span
+	}
+	if p.rcBurst <= 0 {
+		// Each pause refilled up to a burst that is not known: the
+		// window's count is that uncertain too, not to one request.
+		return pe, (1 + float64(len(paused))*p.burst()) / span
 	}
 	lhs := func(r float64) float64 {
 		v := r * sent
+		b := p.burstAt(r) // measured; during the start ramp, solved with the rate
 		for _, ps := range paused {
-			v += min(p.rcBurst, r*ps)
+			v += min(b, r*ps)
 		}
 		return v
 	}
