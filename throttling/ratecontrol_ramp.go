@@ -6,7 +6,7 @@ import (
 )
 
 // The rate controller's start ramp (docs/throttling.md, "The start
-// ramp").
+// ramp, not a slow start").
 //
 // Before a server has refused anything, a limited host and an unlimited
 // one answer alike. A scope that sends its whole concurrency at once
@@ -27,7 +27,8 @@ import (
 // lifted: a scope with a quota (the user gave its budget), a rate the
 // server announced (RateLimit-Policy), no concurrency limit (0: the user
 // lifted the per-scope limit, as the throughput benchmarks do), rampup
-// (which starts low on its own).
+// (which starts low on its own), a delay of 50 ms or more (it paces more
+// than the ramp would), rate control off.
 const (
 	// rcRampRate is the ramp's first rate (requests per second).
 	rcRampRate = 20.0
