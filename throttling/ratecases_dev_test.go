@@ -101,6 +101,8 @@ func devCases() []rateCase {
 		{name: "capacity4", capacity: 4, latency: simsite.LatencyConfig{Kind: simsite.LatencyFixed, Fixed: 50 * time.Millisecond}, duration: 60 * time.Second},
 		{name: "capacity4-off", capacity: 4, latency: simsite.LatencyConfig{Kind: simsite.LatencyFixed, Fixed: 50 * time.Millisecond}, duration: 60 * time.Second,
 			settings: []any{"THROTTLING_LATENCY_CONTROL", false}},
+		{name: "R10-B20", rate: 10, burst: 20, duration: d},
+		{name: "R100-B60", rate: 100, burst: 60, duration: d},
 		{name: "rise4to10", rate: 4, schedule: []simsite.RateChange{{After: 40 * time.Second, Rate: 10}}, duration: 120 * time.Second},
 	}
 }

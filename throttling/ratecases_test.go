@@ -32,6 +32,7 @@ type rateCase struct {
 	// status (429) with Retry-After unless bare, with RateLimit headers
 	// in format when set, following schedule.
 	rate     float64
+	burst    int // 0: 5
 	status   int
 	bare     bool
 	headers  simsite.RateLimitFormat
@@ -97,7 +98,11 @@ func (c rateCase) site() simsite.Config {
 			if status == 0 {
 				status = http.StatusTooManyRequests
 			}
-			h.Limit = simsite.LimitConfig{Rate: c.rate, Burst: 5, Status: status, Schedule: c.schedule,
+			burst := 5
+			if c.burst > 0 {
+				burst = c.burst
+			}
+			h.Limit = simsite.LimitConfig{Rate: c.rate, Burst: burst, Status: status, Schedule: c.schedule,
 				RetryAfter: simsite.RetryAfterSeconds, RateLimitHeaders: c.headers != "", RateLimitFormat: c.headers}
 			if c.bare {
 				h.Limit.RetryAfter = simsite.RetryAfterNone

@@ -33,6 +33,10 @@ func TestE2ERateControl(t *testing.T) {
 		{c: rateCase{name: "R=2", rate: 2, pages: 500}, minShare: 0.95, maxRefused: 0.015},
 		{c: rateCase{name: "R=10", rate: 10, pages: 500}, minShare: 0.9, maxRefused: 0.015},
 		{c: rateCase{name: "R=50", rate: 50, duration: 120 * time.Second}, minShare: 0.9, steadyShare: 0.94, maxRefused: 0.01},
+		// A large bucket empties just after the start ramp: the burst is
+		// still solved from the ramp's sends (a first refusal at 0.3 s had
+		// accepted the burst and 0.3 s of refill: 86 for a burst of 60).
+		{c: rateCase{name: "R=100, burst 60", rate: 100, burst: 60, duration: 60 * time.Second}, minShare: 0.93, steadyShare: 0.95, maxRefused: 0.01},
 		{c: rateCase{name: "bare 429, rampup", rate: 10, bare: true, pages: 500, settings: rampup}, minShare: 0.85, maxRefused: 0.03},
 		{c: rateCase{name: "bare 503, rampup", rate: 10, bare: true, status: 503, pages: 500, settings: rampup}, minShare: 0.85, maxRefused: 0.03},
 		{c: rateCase{name: "RateLimit headers", rate: 10, pages: 500, headers: simsite.RateLimitStructured}, minShare: 0.95, steadyShare: 0.95, maxRefused: 0.002, allRefused: 0.002},

@@ -73,11 +73,18 @@ func (p *Policy) rcRampTick(now time.Time, g GateState) {
 		p.rcRampStart = now
 	}
 	steps, r := p.rcRampStep(now)
-	if r >= rcRampEnd {
+	if r < rcRampEnd {
+		p.rcRamp, p.rcRampUntil = r, p.rcRampStart.Add((steps+1)*rcRampStep)
+	}
+	if now.Sub(p.rcRampStart) > rcBurstWithin {
+		// Past the window in which a first refusal measures the burst:
+		// the sends are no longer needed.
 		p.rcRampMarks = nil
 		return
 	}
-	p.rcRamp, p.rcRampUntil = r, p.rcRampStart.Add((steps+1)*rcRampStep)
+	// The sends are kept a little past the ramp, to the end of that
+	// window: a large bucket empties just after the ramp, and what it
+	// accepted by then also counts the ramp's refill.
 	if g.Sends == 0 {
 		return
 	}
@@ -110,10 +117,11 @@ func (p *Policy) rcRampsAt(now time.Time) bool {
 }
 
 // rcRampEvent is what the first refusal event keeps of the ramp: its
-// sends to now when the event came during the ramp (the event's
-// accepted count then includes a refill: burstAt), else nil.
+// sends to now when the event came during the ramp or soon after it,
+// within rcBurstWithin of its start (the event's accepted count then
+// includes a refill: burstAt), else nil.
 func (p *Policy) rcRampEvent(now time.Time, g GateState) []RateMark {
-	if p.rcRamp <= 0 || len(p.rcRampMarks) == 0 {
+	if len(p.rcRampMarks) == 0 {
 		return nil
 	}
 	return append(p.rcRampMarks, RateMark{At: now, Sent: g.Sends})
