@@ -169,6 +169,17 @@ func TestRateControlFollowsALimitThatChanges(t *testing.T) {
 	}
 }
 
+// sendNow sends n requests at at, each of which must be allowed at once.
+func sendNow(t *testing.T, m *ThrottlingScopeManager, at time.Time, n int, what string) {
+	t.Helper()
+	for i := range n {
+		if w := m.CanSend(at, 0); w != 0 {
+			t.Fatalf("request %d %s: wait %v, want 0", i+1, what, w)
+		}
+		m.RecordSent(at, 0)
+	}
+}
+
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // The start ramp: until its first refusal a new scope's sends are paced
@@ -202,12 +213,7 @@ func TestRateControlStartRamp(t *testing.T) {
 	for range 8 {
 		m.RecordOutcome(end, Outcome{Class: OutcomeOK})
 	}
-	for i := range 8 {
-		if w := m.CanSend(end, 0); w != 0 {
-			t.Fatalf("request %d after the ramp: wait %v, want 0", i+1, w)
-		}
-		m.RecordSent(end, 0)
-	}
+	sendNow(t, m, end, 8, "after the ramp")
 	if rate, _ := m.Policy().Rate(); rate != 0 {
 		t.Errorf("after the ramp: paced at %v/s, want unpaced until a refusal", rate)
 	}
@@ -223,12 +229,7 @@ func TestRateControlStartRamp(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := rcManager(t, "example.com", append([]any{"RANDOMIZE_DOWNLOAD_DELAY", false}, tt.kv...)...)
-			for i := range 8 {
-				if w := m.CanSend(t0, 0); w != 0 {
-					t.Fatalf("request %d before any answer: wait %v, want 0", i+1, w)
-				}
-				m.RecordSent(t0, 0)
-			}
+			sendNow(t, m, t0, 8, "before any answer")
 		})
 	}
 }
@@ -505,12 +506,7 @@ func TestRateLimitRemainingIsASendBudget(t *testing.T) {
 	rl := &RateLimit{Remaining: 4, HasRemaining: true, Reset: 2 * time.Second}
 	m.RecordOutcome(at, Outcome{Class: OutcomeOK, Signal: Signal{SentAt: t0, RateLimit: rl}})
 	// 4 left, 2 in flight: 2 more sends.
-	for i := range 2 {
-		if w := m.CanSend(at, 0); w != 0 {
-			t.Fatalf("send %d of the 2 the budget allows: wait %v", i+1, w)
-		}
-		m.RecordSent(at, 0)
-	}
+	sendNow(t, m, at, 2, "of the 2 the budget allows")
 	if w := m.CanSend(at, 0); !approx(w, 2*time.Second) {
 		t.Fatalf("budget used up: wait %v, want until the reset (2s)", w)
 	}
@@ -518,12 +514,7 @@ func TestRateLimitRemainingIsASendBudget(t *testing.T) {
 	for range 2 {
 		m.RecordOutcome(at, Outcome{Class: OutcomeOther})
 	}
-	for i := range 2 {
-		if w := m.CanSend(at, 0); w != 0 {
-			t.Fatalf("send %d of the 2 given back: wait %v", i+1, w)
-		}
-		m.RecordSent(at, 0)
-	}
+	sendNow(t, m, at, 2, "of the 2 given back")
 	// Every request answered: free slots, but the budget holds until the
 	// reset.
 	later := at.Add(100 * time.Millisecond)

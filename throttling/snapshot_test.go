@@ -25,14 +25,7 @@ func TestSnapshotRestoreKeepsBackoff(t *testing.T) {
 	th.DelayScope("held.example", 3600*sec)
 	th.SetRobotsDelay("polite.example", 2*sec)
 
-	raw, err := json.Marshal(th.Snapshot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var snaps []ScopeSnapshot
-	if err := json.Unmarshal(raw, &snaps); err != nil {
-		t.Fatal(err)
-	}
+	snaps, raw := snapshotJSON(t, th)
 	th2, _ := newTestThrottler(t, kv...)
 	th2.clock = fc
 	th2.Restore(snaps)
@@ -124,14 +117,7 @@ func TestThrottlerSnapshotKeepsRunningState(t *testing.T) {
 	sc := Scopes{{Name: "h.test"}}
 	roundTrip := func(t *testing.T, th *Throttler, kv []any, pause time.Duration) (*Throttler, time.Time) {
 		t.Helper()
-		raw, err := json.Marshal(th.Snapshot())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var snaps []ScopeSnapshot
-		if err := json.Unmarshal(raw, &snaps); err != nil {
-			t.Fatal(err)
-		}
+		snaps, _ := snapshotJSON(t, th)
 		th2, fc2 := newTestThrottler(t, kv...)
 		fc2.Advance(th.clock.Now().Sub(t0) + pause)
 		th2.Restore(snaps)
@@ -179,4 +165,19 @@ func TestThrottlerSnapshotKeepsRunningState(t *testing.T) {
 			t.Fatalf("resumed scope sent %d requests before the reset, want the 2 remaining", sent)
 		}
 	})
+}
+
+// snapshotJSON is th's snapshot as a JOBDIR saves it, through JSON, and
+// the JSON.
+func snapshotJSON(t *testing.T, th *Throttler) ([]ScopeSnapshot, []byte) {
+	t.Helper()
+	raw, err := json.Marshal(th.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snaps []ScopeSnapshot
+	if err := json.Unmarshal(raw, &snaps); err != nil {
+		t.Fatal(err)
+	}
+	return snaps, raw
 }
