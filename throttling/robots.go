@@ -14,31 +14,25 @@ func (t *Throttler) ReadsRateLimit(scope string) bool {
 
 // StartRamps reports whether scope's requests are paced by the rate
 // controller's start ramp now (rate control on, a concurrency limit, no
-// rampup, no quota, and the scope's ramp not over: no refusal event, no
+// rampup, no quota, a delay under 50 ms, and the scope's ramp not over: no refusal event, no
 // announced rate, less than 300 ms since it started): the robots.txt
 // middleware then sends the requests that waited for robots.txt through
 // the gate again instead of together. A robots.txt answer that comes
 // after the ramp (a slow robots.txt, or fetched again a day later) has
 // nothing to pace them with, and they go on. A scope whose state is not
 // held (new, or evicted) ramps from its first request. With
-// Options.Shared the answer is the configuration's (the scope's state is
-// in the shared store).
+// Options.Shared the answer is a fresh policy's, from the configuration
+// (the scope's state is in the shared store).
 func (t *Throttler) StartRamps(scope string) bool {
-	c := t.cfg.Scope(scope)
-	if !c.RateControl.Enabled || c.Concurrency <= 0 || c.Rampup.Enabled || c.Quota > 0 {
-		return false
-	}
-	if t.shared != nil {
-		return true
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e, ok := t.scopes[scope]
-	if !ok {
-		return true
+	if e, ok := t.scopes[scope]; ok && t.shared == nil {
+		m, ok := e.mgr.(*ThrottlingScopeManager)
+		return ok && m.policy.rcRampsAt(t.clock.Now())
 	}
-	m, ok := e.mgr.(*ThrottlingScopeManager)
-	return ok && m.policy.rcRampsAt(t.clock.Now())
+	// Not held here: what a fresh policy of the scope would do (the
+	// policy's own rule, not a copy of it).
+	return NewPolicy(ScopeEnv{Config: t.cfg.Scope(scope), Rand: t.rnd}).rcRampsAt(t.clock.Now())
 }
 
 // SetRobotsDelay applies a robots.txt Crawl-delay to scope (the host's
