@@ -72,15 +72,17 @@ func (p *Policy) rcRampTick(now time.Time, g GateState) {
 	if p.rcRampStart.IsZero() {
 		p.rcRampStart = now
 	}
+	if now.Sub(p.rcRampStart) > rcBurstWithin {
+		// Past the window in which a first refusal measures the burst
+		// (the ramp itself ended long before): the sends are no longer
+		// needed, and a scope that never refuses does nothing more here
+		// on each of its sends.
+		p.rcRampMarks = nil
+		return
+	}
 	steps, r := p.rcRampStep(now)
 	if r < rcRampEnd {
 		p.rcRamp, p.rcRampUntil = r, p.rcRampStart.Add((steps+1)*rcRampStep)
-	}
-	if now.Sub(p.rcRampStart) > rcBurstWithin {
-		// Past the window in which a first refusal measures the burst:
-		// the sends are no longer needed.
-		p.rcRampMarks = nil
-		return
 	}
 	// The sends are kept a little past the ramp, to the end of that
 	// window: a large bucket empties just after the ramp, and what it
