@@ -102,11 +102,18 @@ const (
 	// rcBudget is the fewest requests between two probes (each costs a
 	// refusal): at low rates the curve is stretched to respect it. The
 	// curve's cycle is a model, and sends jittered around it drain the
-	// bucket sooner, so the probes come about every 0.8 × rcBudget
-	// requests: every 90 s at 2/s, every 45 s at 4/s, where a limit that
-	// rose must be found within a minute. (200 gave six refusals of 508
-	// requests at R = 2, 1.18 %; 230 gives five, 0.99 %.)
-	rcBudget = 230
+	// bucket sooner, so the probes come about every 0.7 × rcBudget
+	// requests: every 85 s at 2/s, every 45 s at 4/s, where a limit that
+	// rose must be found within a minute. (With the burst measured to
+	// the remainder, 230 gave six refusals of 508 requests at R = 2 in
+	// most runs, 1.18 %; 250 gives five, 0.99 %.)
+	rcBudget = 250
+	// rcMinCycle is the shortest probe cycle at any rate: at high rates
+	// the budget's cycle would be short (24 s at 50/s), and each probe
+	// costs a pause (Retry-After) worth (R - burst) requests, 2 % of the
+	// time at 50/s. A limit that rose is still found within a minute:
+	// past the estimate the search grows by rcGrowRise per step.
+	rcMinCycle = 40 * time.Second
 	// rcStep is how often the rate moves along the curve; rcGuessStep
 	// how often it doubles while the estimate is a first guess (each
 	// step below the limit is lost throughput: at R = 50 from a guess of
@@ -131,7 +138,7 @@ const (
 	// estimate without a refusal, the limit rose: the rate then grows by
 	// rcGrowRise per step until the next refusal.
 	rcRiseBursts = 2
-	rcGrowRise   = 1.1
+	rcGrowRise   = 1.15
 	rcSure       = 0.02
 	// rcGuess: at low rates, where each probe's refusal weighs more
 	// (rcStretch > 1), only an estimate this unsure grows fast.
@@ -143,6 +150,11 @@ const (
 	// rcBurstWithin: a first refusal this soon after the scope's start
 	// measures the server's burst.
 	rcBurstWithin = 2 * time.Second
+	// rcRemainder is what a server's token bucket holds, on average,
+	// when it refuses: less than a token, so half of one. Without it
+	// every measurement of what a bucket accepted reads half a request
+	// short, and the estimates of the refill and of the burst with it.
+	rcRemainder = 0.5
 	// rcMinDrain bounds the error of a model estimate whose drain was
 	// shorter (a refusal at once).
 	rcMinDrain = 50 * time.Millisecond
@@ -209,6 +221,17 @@ func (p *Policy) rcStretch() float64 {
 	k := math.Cbrt((1 - p.rcBeta) / rcCubic)
 	cycle := k + math.Pow(4*p.burst()/(p.rcEst*rcCubic), 0.25)
 	return max(1, rcBudget/p.rcEst/cycle)
+}
+
+// rcCurveStretch is the probe curve's stretch: rcStretch, and at least
+// enough that a cycle lasts rcMinCycle.
+func (p *Policy) rcCurveStretch() float64 {
+	if p.rcEst <= 0 {
+		return 1
+	}
+	k := math.Cbrt((1 - p.rcBeta) / rcCubic)
+	cycle := k + math.Pow(4*p.burst()/(p.rcEst*rcCubic), 0.25)
+	return max(p.rcStretch(), rcMinCycle.Seconds()/cycle)
 }
 
 // burst is the server's burst as measured, else 5 (a common default).
@@ -284,7 +307,7 @@ func (p *Policy) rcRateAt(t time.Time) float64 {
 	case x < 0:
 		r = p.rcBase
 	default:
-		sigma := p.rcStretch()
+		sigma := p.rcCurveStretch()
 		xs := x / sigma
 		k := math.Cbrt((1 - p.rcBeta) / rcCubic)
 		r = max(p.rcBase, p.rcEst*(1+rcCubic*math.Pow(xs-k, 3)))

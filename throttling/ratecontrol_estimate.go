@@ -98,6 +98,14 @@ func (p *Policy) rcModelEstimate(now time.Time, g GateState) (r, u float64, ok b
 		}
 		return total, drain
 	}
+	// The server refuses once its bucket holds less than a token, not
+	// none: what it accepted is its burst and refill less that
+	// remainder, half a request on average (never more than was sent).
+	var sends float64
+	for _, s := range steps {
+		sends += s.sends
+	}
+	acc = max(acc, min(acc+rcRemainder, sends))
 	lo, hi := 0.0, 0.0
 	for _, s := range steps {
 		hi = max(hi, s.sends/s.dt)

@@ -126,7 +126,15 @@ func (p *Policy) rcRampEvent(now time.Time, g GateState) []RateMark {
 	if len(p.rcRampMarks) == 0 {
 		return nil
 	}
-	return append(p.rcRampMarks, RateMark{At: now, Sent: g.Sends})
+	m := append(p.rcRampMarks, RateMark{At: now, Sent: g.Sends})
+	// Sends that never reached the server (Other: mostly the requests
+	// admitted while robots.txt was fetched, then rescheduled) are taken
+	// off the earliest marks, where those were admitted: counted as sends,
+	// they made the bucket look smaller than it is.
+	for i := range m {
+		m[i].Sent = max(0, m[i].Sent-g.Other)
+	}
+	return m
 }
 
 // burstAt is the server's burst if its refill rate is rate. A first
@@ -149,20 +157,31 @@ func (p *Policy) burstAt(rate float64) float64 {
 		total := min(b, float64(m[0].Sent))
 		tokens := b - total
 		for i := 1; i < len(m); i++ {
-			avail := tokens + rate*m[i].At.Sub(m[i-1].At).Seconds()
+			// A mark's sends went out at its time (the latest send of
+			// the tick): the bucket refilled up to then, and what it
+			// refilled while full was lost.
+			avail := min(b, tokens+rate*m[i].At.Sub(m[i-1].At).Seconds())
 			got := min(float64(m[i].Sent-m[i-1].Sent), max(avail, 0))
-			tokens = min(b, avail-got)
+			tokens = avail - got
 			total += got
 		}
 		return total
 	}
-	lo, hi := max(1, rcRampBurstShare*p.rcBurst), max(1, p.rcBurst)
-	if accepts(lo) >= p.rcBurst {
+	// The server refused once its bucket held less than a token, not
+	// none: it accepted the burst and the refill less that remainder.
+	// The remainder is half a token on average once the sends spread
+	// over a token's refill or more, and none for sends that all came
+	// at once (a bucket of whole tokens): rcRemainder scaled by the
+	// refill between the first send and the last before the event.
+	spread := m[max(len(m)-2, 0)].At.Sub(m[0].At).Seconds()
+	want := p.rcBurst + min(rcRemainder, rate*spread/2)
+	lo, hi := max(1, rcRampBurstShare*p.rcBurst), max(1, want)
+	if accepts(lo) >= want {
 		return lo
 	}
 	for range 30 {
 		mid := (lo + hi) / 2
-		if accepts(mid) < p.rcBurst {
+		if accepts(mid) < want {
 			lo = mid
 		} else {
 			hi = mid

@@ -124,3 +124,33 @@ func TestRateControlRampMarksEmptyState(t *testing.T) {
 		t.Errorf("burst with empty saved ramp marks: %v, want the saved burst 5", b)
 	}
 }
+
+// The burst measured at a first refusal during the ramp counts what
+// reached the server. Here the scope's first request was admitted at t0,
+// waited for robots.txt and was rescheduled (OutcomeNotSent: Other); then
+// six requests went out at the ramp's pace, 50 to 114 ms, into a bucket
+// of 5 refilled at 10/s, which accepted five and refused the sixth with
+// 0.64 of a token. Each of three errors made the bucket look 0.5
+// smaller (4.4 for 5), and the burst is found to 0.15 without them: the
+// rescheduled request taken as a send, the refill of the 50 ms before
+// the first real send counted although the bucket was full then, and the
+// accepted count taken for the burst and refill when the refusal left a
+// remainder (half a token on average).
+func TestRateControlRampBurstCountsWhatReachedTheServer(t *testing.T) {
+	p := rcManager(t, "example.com", "RANDOMIZE_DOWNLOAD_DELAY", false).Policy()
+	p.rcRampStart = t0
+	p.rcStart = t0
+	p.rcRampMarks = []RateMark{{At: t0, Sent: 1}}
+	for i, ms := range []int{50, 65, 78, 93, 105, 114} {
+		p.rcRampMarks = append(p.rcRampMarks, RateMark{At: t0.Add(time.Duration(ms) * time.Millisecond), Sent: int64(i + 2)})
+	}
+	at := t0.Add(120 * time.Millisecond)
+	g := GateState{Sends: 7, OK: 5, Refused: 1, Other: 1, LastSent: t0.Add(114 * time.Millisecond)}
+	p.OnFeedback(at, Signal{Trigger: true, SentAt: g.LastSent, Delay: time.Second}, g)
+	if p.rcBurst != 5 || len(p.rcRampMarks) == 0 {
+		t.Fatalf("after the first refusal: burst %v, %d ramp marks; want 5 accepted and the ramp's marks", p.rcBurst, len(p.rcRampMarks))
+	}
+	if b := p.burstAt(10); math.Abs(b-5) > 0.25 {
+		t.Errorf("burstAt(10) = %.2f, want 5 within 0.25 (4.86 expected)", b)
+	}
+}

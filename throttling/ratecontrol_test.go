@@ -613,12 +613,17 @@ func TestRateControlWindowAcrossAPause(t *testing.T) {
 	if r, _ := p.rcWindow(0, now, 15); math.Abs(r-10) > 0.01 {
 		t.Errorf("burst 5: %.2f, want 10", r)
 	}
-	// The burst seen during the start ramp: 8 accepted by a first refusal
-	// 0.3 s after the first send, so 5 and 0.3 s of refill at 10/s: the
+	// The burst seen during the start ramp: sends every 25 ms from 175 ms
+	// before the first refusal, 6 accepted and the seventh refused, so 5
+	// and 0.15 s of refill at 10/s (less the refusal's remainder): the
 	// ramp's sends solve it with the rate.
-	p.rcBurst = 8
-	p.rcRampMarks = []RateMark{{At: t0.Add(-300 * time.Millisecond), Sent: 1}, {At: t0, Sent: 9}}
+	p.rcBurst = 6
+	p.rcRampMarks = nil
+	for k := range 7 {
+		p.rcRampMarks = append(p.rcRampMarks, RateMark{At: t0.Add(time.Duration(25*k-175) * time.Millisecond), Sent: int64(k + 1)})
+	}
+	p.rcRampMarks = append(p.rcRampMarks, RateMark{At: t0, Sent: 7}) // the event
 	if r, _ := p.rcWindow(0, now, 15); math.Abs(r-10) > 0.5 {
-		t.Errorf("burst from the ramp: %.2f, want about 10 (8 accepted = 5 + 0.3 s of refill)", r)
+		t.Errorf("burst from the ramp: %.2f, want about 10 (6 accepted = 5 + 0.15 s of refill, less the remainder)", r)
 	}
 }
