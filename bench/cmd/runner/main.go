@@ -32,6 +32,10 @@ type Result struct {
 	OK int64 `json:"ok"`
 	// Errors counts non-2xx statuses and download errors.
 	Errors int64 `json:"errors"`
+	// Bytes is the sum of the response bodies the crawler received, as
+	// its parser got them: with Pages, the check that every crawler and
+	// every server mode crawled the same content.
+	Bytes int64 `json:"bytes"`
 	// RSS is the memory curve (with -rss-every).
 	RSS []RSSPoint `json:"rss,omitempty"`
 }
@@ -126,6 +130,7 @@ func run(name, variant, urlsJSON string, counter *progress) error {
 		return err
 	}
 	res.RSS = counter.curve()
+	res.Bytes = counter.bytes.Load()
 	res.Crawler, res.Variant, res.Scenario, res.Seconds = v.Crawler, v.Name, sc.Name, time.Since(t0).Seconds()
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
