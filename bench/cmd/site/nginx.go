@@ -147,6 +147,9 @@ func startNginx(sc scenario.Scenario, opt nginxOptions) (_ *nginxSite, err error
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
+	if err := checkReachable(dir); err != nil {
+		return nil, err
+	}
 	if err := checkRoom(dir, sc.Site); err != nil {
 		return nil, err
 	}
@@ -401,6 +404,22 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// checkReachable refuses, when this process runs as root, a folder that
+// nginx's workers (which then switch to the user nobody) cannot enter.
+func checkReachable(dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("nginx's workers run as nobody and cannot enter %s (mode %v): point %s at a folder anyone can enter (bench/run.sh does)", d, fi.Mode().Perm(), tmpEnv)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 // checkRoom refuses to write a site that would not fit in dir's file
