@@ -19,10 +19,11 @@ var nginxWorkers = "1"
 // served is the site command's answer to "served": the site's content
 // (every generated page) and what the server counted.
 type served struct {
-	Pages       int   `json:"pages"`
-	Bytes       int64 `json:"bytes"`
-	Requests    int64 `json:"requests"`
-	Connections int64 `json:"connections"` // nginx only
+	Pages       int     `json:"pages"`
+	Bytes       int64   `json:"bytes"`
+	Requests    int64   `json:"requests"`
+	Connections int64   `json:"connections"` // nginx only
+	CPUSeconds  float64 `json:"cpu_seconds"` // the server's CPU time during the run
 }
 
 // parseServers reads the -server flag: go, nginx, or both (in the order
@@ -99,6 +100,9 @@ func contentRows(add adder, sc string, runs []*run) {
 	}
 	add(sc, "requests (server)", "", false, func(r *run) (float64, bool) {
 		return float64(r.served.Requests), r.served.Pages > 0
+	})
+	add(sc, "server CPU s / 1000 pages", "", false, func(r *run) (float64, bool) {
+		return r.served.CPUSeconds / float64(max(1, r.served.Requests)) * 1000, r.served.Requests > 0
 	})
 	add(sc, "connections (server)", "", false, func(r *run) (float64, bool) {
 		return float64(r.served.Connections), r.served.Connections > 0

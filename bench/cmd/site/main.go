@@ -31,6 +31,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/gocrawl/gocrawl/bench/scenario"
 	"github.com/gocrawl/gocrawl/internal/simsite"
@@ -54,6 +55,10 @@ type served struct {
 	// Connections is how many TCP connections nginx accepted (0 with the
 	// Go site, which does not count them).
 	Connections int64 `json:"connections,omitempty"`
+	// CPUSeconds is the server's user + system time since it started
+	// serving: this process's for the Go site (its rendering for this
+	// answer not counted); nginx's master and workers' (10 ms ticks).
+	CPUSeconds float64 `json:"cpu_seconds"`
 }
 
 // errUsage marks errors in the command line (exit status 2).
@@ -145,6 +150,7 @@ type goSite struct {
 	sc   scenario.Scenario
 	srv  *simsite.Server
 	urls map[string]string
+	cpu0 time.Duration // selfCPU when the site was up
 }
 
 func startGo(sc scenario.Scenario) (*goSite, error) {
@@ -158,7 +164,7 @@ func startGo(sc scenario.Scenario) (*goSite, error) {
 		// web: an IP literal is a different kind of throttling scope.
 		urls[h] = strings.Replace(srv.URL(h), "127.0.0.1", "localhost", 1)
 	}
-	return &goSite{sc: sc, srv: srv, urls: urls}, nil
+	return &goSite{sc: sc, srv: srv, urls: urls, cpu0: selfCPU()}, nil
 }
 
 func (g *goSite) URLs() map[string]string { return g.urls }
@@ -168,7 +174,7 @@ func (g *goSite) Stats() (map[string]simsite.HostStats, error) { return g.srv.St
 // Served renders the pages again (in process, as nginx mode writes them)
 // to count them: only for static scenarios, whose pages are the whole site.
 func (g *goSite) Served() (served, error) {
-	var s served
+	s := served{CPUSeconds: (selfCPU() - g.cpu0).Seconds()}
 	if err := g.sc.Static(); err != nil {
 		return s, err
 	}

@@ -112,7 +112,8 @@ type nginxSite struct {
 	content   content
 	base      nginxStatus // the counters once nginx was ready
 	probes    int64       // status requests since base
-	oneHost   string      // the host name, when there is only one
+	cpu0      time.Duration
+	oneHost   string // the host name, when there is only one
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -243,6 +244,9 @@ func tryNginx(sc scenario.Scenario, bin, workers, dir string) (_ *nginxSite, err
 		return nil, err
 	}
 	s.probes = 0
+	if s.cpu0, err = treeCPU(s.cmd.Process.Pid); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(os.Stderr, "site: nginx (%s, %s workers) serves %d pages of %s from %s\n", bin, workers, s.content.Pages, sc.Name, dir)
 	return s, nil
 }
@@ -297,9 +301,14 @@ func (s *nginxSite) Served() (served, error) {
 	if err != nil {
 		return served{}, err
 	}
+	cpu, err := treeCPU(s.cmd.Process.Pid)
+	if err != nil {
+		return served{}, err
+	}
 	// Every status probe is a request on a connection of its own,
 	// counted by nginx (this one included).
-	return served{content: s.content, Requests: st.requests - s.base.requests - s.probes, Connections: st.accepts - s.base.accepts - s.probes}, nil
+	return served{content: s.content, Requests: st.requests - s.base.requests - s.probes, Connections: st.accepts - s.base.accepts - s.probes,
+		CPUSeconds: (cpu - s.cpu0).Seconds()}, nil
 }
 
 // nginxStatus are the counters of stub_status.

@@ -175,3 +175,16 @@ func TestNginxServesTheGoSitesPages(t *testing.T) {
 		t.Errorf("served pages = %d, want %d", sv.Pages, n)
 	}
 }
+
+func TestTreeCPU(t *testing.T) {
+	self, err := treeCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := treeCPU(1 << 30); err == nil {
+		t.Error("treeCPU of a process that does not exist: no error")
+	}
+	if self < 0 {
+		t.Errorf("treeCPU(self) = %v", self)
+	}
+}
