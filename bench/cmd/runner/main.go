@@ -49,7 +49,15 @@ func main() {
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the crawl to this file")
 	heapProfile := flag.String("heapprofile", "", "write a heap profile (memory in use) to this file when -heapprofile-at responses are reached")
 	heapAt := flag.Int64("heapprofile-at", 100000, "responses after which -heapprofile is written")
+	blockProfile := flag.String("blockprofile", "", "write a profile of where goroutines waited (channels, locks, select) to this file; slows the crawl")
+	mutexProfile := flag.String("mutexprofile", "", "write a profile of contended mutexes to this file; slows the crawl")
 	flag.Parse()
+	if *blockProfile != "" {
+		runtime.SetBlockProfileRate(int((100 * time.Microsecond).Nanoseconds())) // a sample per 100 µs blocked
+	}
+	if *mutexProfile != "" {
+		runtime.SetMutexProfileFraction(10)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -71,6 +79,12 @@ func main() {
 	err := run(*name, *variant, *urlsJSON, counter)
 	if err == nil && *memProfile != "" {
 		err = writeProfile("allocs", *memProfile)
+	}
+	if err == nil && *blockProfile != "" {
+		err = writeProfile("block", *blockProfile)
+	}
+	if err == nil && *mutexProfile != "" {
+		err = writeProfile("mutex", *mutexProfile)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "runner:", err)
