@@ -9,18 +9,74 @@
 #   bench/run.sh -repeat 5             # S1 runs 5 rounds of every crawler (median kept)
 #   bench/run.sh -scenarios S1M        # 1,000,000 pages, RSS every 100,000 (curve in *-rss.csv)
 #   bench/run.sh -scenarios S1 -variants bare,gocrawl-follow   # some variants only
+#   bench/run.sh -scenarios S1 -server nginx -repeat 3          # S1's pages as static files, served by nginx
+#   bench/run.sh -scenarios S1 -server go,nginx -repeat 3       # both servers, interleaved round by round
 #   BENCH_REF=HEAD bench/run.sh        # build a clean export of a commit, not the working tree
 #
 # Each crawler runs in its own process (bench/cmd/runner) against a site
 # served by another process (bench/cmd/site), so CPU time and peak RSS are
 # the crawler's alone. Everything talks to 127.0.0.1 only.
+#
+# With -server nginx, the site command writes the scenario's pages to a
+# temporary folder and runs nginx on them (its own process, its own
+# configuration, on a free port; never the system's service), one nginx per
+# run, stopped after it. nginx is installed from the distribution's packages
+# when missing (apt-get, as root or through sudo).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$here"
 ref="working tree"
+tmp=""
+nginx_tmp=""
+# cleanup runs on every exit (Ctrl-C and failures included): any nginx left
+# running by a site process that did not get to stop it is stopped here.
+cleanup() {
+	if [[ -n "$nginx_tmp" ]]; then
+		local pid
+		for pid in "$nginx_tmp"/*/nginx.pid; do
+			[[ -f "$pid" ]] && kill -TERM "$(cat "$pid")" 2>/dev/null || true
+		done
+		rm -rf "$nginx_tmp"
+	fi
+	if [[ -n "$tmp" ]]; then rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+server=go
+for ((i = 1; i <= $#; i++)); do
+	case "${!i}" in
+	-server | --server) j=$((i + 1)); server="${!j:-}" ;;
+	-server=* | --server=*) server="${!i#*=}" ;;
+	esac
+done
+if [[ ",$server," == *,nginx,* ]]; then
+	# as_root runs a command as root: directly, or through sudo.
+	as_root() {
+		if [ "$(id -u)" = 0 ]; then
+			"$@"
+		elif command -v sudo >/dev/null 2>&1; then
+			sudo "$@"
+		else
+			echo "bench/run.sh: need root (or sudo) to run: $*" >&2
+			return 1
+		fi
+	}
+	if ! command -v nginx >/dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]]; then
+		echo "== installing nginx (for -server nginx)"
+		as_root apt-get update -qq
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx
+		# The package may start a system-wide nginx on port 80; the bench
+		# does not use it.
+	fi
+	# nginx's workers run as nobody when started by root: the folder must
+	# be readable by anyone.
+	nginx_tmp="$(mktemp -d -t gocrawl-bench-nginx.XXXXXX)"
+	chmod 755 "$nginx_tmp"
+	export BENCH_NGINX_TMP="$nginx_tmp"
+fi
 if [[ -n "${BENCH_REF:-}" ]]; then
 	tmp="$(mktemp -d)"
-	trap 'rm -rf "$tmp"' EXIT
 	git -C "$here/.." archive "$BENCH_REF" | tar -x -C "$tmp"
 	src="$tmp/bench"
 	ref="$(git -C "$here/.." rev-parse --short "$BENCH_REF") (clean export)"
@@ -35,5 +91,8 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
 csv="$here/results/bench-$stamp.csv"
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $(go version | cut -d' ' -f3-), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "gocrawl: $ref"
+if [[ -n "$nginx_tmp" ]]; then
+	echo "server: $server; $(PATH="$PATH:/usr/sbin" nginx -v 2>&1)"
+fi
 "$here/bin/bench" -bin "$here/bin" -csv "$csv" "$@"
 echo "CSV: ${csv#"$here/.."/}"

@@ -37,13 +37,15 @@ const staggerBy = 8 * time.Second
 type run struct {
 	sc      scenario.Scenario
 	variant scenario.Variant
-	round   int // 0-based repetition of an S1 run
+	round   int    // 0-based repetition of an S1 run
+	via     string // who serves the site: scenario.ServerGo or scenario.ServerNginx
 
 	result struct {
 		Seconds   float64 `json:"seconds"`
 		Responses int64   `json:"responses"`
 		OK        int64   `json:"ok"`
 		Errors    int64   `json:"errors"`
+		Bytes     int64   `json:"bytes"`
 		RSS       []struct {
 			Pages   int64   `json:"pages"`
 			Seconds float64 `json:"seconds"`
@@ -55,6 +57,7 @@ type run struct {
 	cpu    time.Duration // user + system time of the runner process
 	rssKB  int64         // peak resident set size of the runner process
 	server map[string]simsite.HostStats
+	served served // the site's content and counters (static sites only)
 	err    error
 }
 
@@ -64,14 +67,23 @@ func main() {
 	csvPath := flag.String("csv", "bench-results.csv", "where to write every measurement as CSV")
 	repeat := flag.Int("repeat", 3, "runs of each S1 crawler (interleaved); the run with the median pages/s is kept")
 	variants := flag.String("variants", "", "comma-separated variants to run (default: every variant of each scenario)")
+	servers := flag.String("server", scenario.ServerGo, "who serves the sites: go (the simulated site), nginx (the same pages as static files, static scenarios only: S1), or go,nginx (both, interleaved round by round)")
+	flag.StringVar(&nginxWorkers, "nginx-workers", "1", "nginx worker_processes with -server nginx: a number or auto")
 	flag.Parse()
-	if err := mainErr(*bin, *only, *variants, *csvPath, max(1, *repeat)); err != nil {
+	if err := mainErr(*bin, *only, *variants, *servers, *csvPath, max(1, *repeat)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
 
-func mainErr(bin, only, variants, csvPath string, repeat int) error {
+func mainErr(bin, only, variants, servers, csvPath string, repeat int) error {
+	serverList, err := parseServers(servers)
+	if err != nil {
+		return err
+	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(only, ",") {
 		want[strings.TrimSpace(s)] = true
@@ -87,29 +99,34 @@ func mainErr(bin, only, variants, csvPath string, repeat int) error {
 		if !want[sc.Name] && !want[strings.SplitN(sc.Name, "-", 2)[0]] {
 			continue
 		}
+		if err := canServe(sc, serverList); err != nil {
+			return err
+		}
 		n := 1
 		if sc.Name == "S1" {
 			n = repeat // CPU-bound: the noisiest, given shared machines
 		}
-		for round := range n { // interleaved: A B A B
-			for _, v := range sc.Variants {
-				if len(wantVariant) > 0 && !wantVariant[v.Name] {
-					continue
-				}
-				r := &run{sc: sc, variant: v, round: round}
-				// Rate-limited scenarios barely use the CPU: run them side
-				// by side, each against its own site process (limits are
-				// per site).
-				if sc.Name == "S2" || sc.Name == "S3" {
-					parallel = append(parallel, r)
-				} else {
-					serial = append(serial, r)
+		for round := range n { // interleaved: A B A B (each server in turn)
+			for _, srv := range serverList {
+				for _, v := range sc.Variants {
+					if len(wantVariant) > 0 && !wantVariant[v.Name] {
+						continue
+					}
+					r := &run{sc: sc, variant: v, round: round, via: srv}
+					// Rate-limited scenarios barely use the CPU: run them side
+					// by side, each against its own site process (limits are
+					// per site).
+					if sc.Name == "S2" || sc.Name == "S3" {
+						parallel = append(parallel, r)
+					} else {
+						serial = append(serial, r)
+					}
 				}
 			}
 		}
 	}
 	for _, r := range serial { // CPU-bound or timing-sensitive: one at a time
-		fmt.Fprintf(os.Stderr, "running %s %s...\n", r.sc.Name, r.variant.Name)
+		fmt.Fprintf(os.Stderr, "running %s %s...\n", r.label(), r.variant.Name)
 		r.err = r.do(bin)
 	}
 	// The rate-limited runs overlap, but start staggerBy apart so that
@@ -128,13 +145,15 @@ func mainErr(bin, only, variants, csvPath string, repeat int) error {
 	var errs []error
 	for _, r := range append(serial, parallel...) {
 		if r.err != nil {
-			errs = append(errs, fmt.Errorf("%s %s: %w", r.sc.Name, r.variant.Name, r.err))
+			errs = append(errs, fmt.Errorf("%s %s: %w", r.label(), r.variant.Name, r.err))
 		} else {
 			ok = append(ok, r)
 		}
 	}
-	rows := table(medianS1(ok))
+	kept := medianS1(ok)
+	rows := table(kept)
 	printTable(os.Stdout, rows)
+	checkContent(os.Stdout, ok)
 	if err := writeCSV(csvPath, rows); err != nil {
 		errs = append(errs, err)
 	}
@@ -147,7 +166,7 @@ func mainErr(bin, only, variants, csvPath string, repeat int) error {
 // do starts the site, runs the crawler against it, and reads the
 // server's records.
 func (r *run) do(bin string) error {
-	site := exec.Command(filepath.Join(bin, "site"), "-scenario", r.sc.Name)
+	site := exec.Command(filepath.Join(bin, "site"), siteArgs(r)...)
 	site.Stderr = os.Stderr
 	in, err := site.StdinPipe()
 	if err != nil {
@@ -194,6 +213,18 @@ func (r *run) do(bin string) error {
 	if err := json.Unmarshal(line, &r.server); err != nil {
 		return fmt.Errorf("site stats: %w", err)
 	}
+	if r.sc.Static() == nil {
+		if _, err := io.WriteString(in, "served\n"); err != nil {
+			return err
+		}
+		line, err := out.ReadBytes('\n')
+		if err != nil {
+			return fmt.Errorf("site served: %w", err)
+		}
+		if err := json.Unmarshal(line, &r.served); err != nil {
+			return fmt.Errorf("site served: %w", err)
+		}
+	}
 	_, err = io.WriteString(in, "quit\n")
 	return err
 }
@@ -204,24 +235,36 @@ func (r *run) do(bin string) error {
 // time, so they met the same load).
 func medianS1(runs []*run) []*run {
 	var out []*run
-	byVariant := map[string][]*run{}
-	byRound := map[int]map[string]*run{}
+	type roundKey struct {
+		round int
+		label string
+	}
+	byVariant := map[string][]*run{} // label + " " + variant -> runs
+	byRound := map[roundKey]map[string]*run{}
+	var keys []string
+	var rounds []roundKey
 	for _, r := range runs {
 		if r.sc.Name == "S1" {
-			byVariant[r.variant.Name] = append(byVariant[r.variant.Name], r)
-			if byRound[r.round] == nil {
-				byRound[r.round] = map[string]*run{}
+			k := r.label() + " " + r.variant.Name
+			if byVariant[k] == nil {
+				keys = append(keys, k)
 			}
-			byRound[r.round][r.variant.Name] = r
+			byVariant[k] = append(byVariant[k], r)
+			rk := roundKey{r.round, r.label()}
+			if byRound[rk] == nil {
+				byRound[rk] = map[string]*run{}
+				rounds = append(rounds, rk)
+			}
+			byRound[rk][r.variant.Name] = r
 		} else {
 			out = append(out, r)
 		}
 	}
 	rate := func(r *run) float64 { return float64(r.result.Responses) / r.result.Seconds }
-	for round := range len(byRound) {
-		rs := byRound[round]
+	for _, rk := range rounds {
+		rs := byRound[rk]
 		var b strings.Builder
-		fmt.Fprintf(&b, "S1 round %d:", round+1)
+		fmt.Fprintf(&b, "%s round %d:", rk.label, rk.round+1)
 		for _, v := range variantOrder {
 			if r := rs[v]; r != nil {
 				fmt.Fprintf(&b, " %s %.0f p/s %.3f cpu-s/1000;", v, rate(r), r.cpu.Seconds()/float64(r.result.Responses)*1000)
@@ -234,12 +277,13 @@ func medianS1(runs []*run) []*run {
 		}
 		fmt.Fprintln(os.Stderr, strings.TrimSuffix(b.String(), ";"))
 	}
-	for _, rs := range byVariant {
+	for _, k := range keys {
+		rs := byVariant[k]
 		slices.SortFunc(rs, func(a, b *run) int {
 			return cmpFloat(float64(a.result.Responses)/a.result.Seconds, float64(b.result.Responses)/b.result.Seconds)
 		})
 		for _, r := range rs {
-			fmt.Fprintf(os.Stderr, "S1 %s: %.0f pages/s, %.3f CPU s/1000 pages\n", r.variant.Name,
+			fmt.Fprintf(os.Stderr, "%s %s: %.0f pages/s, %.3f CPU s/1000 pages\n", r.label(), r.variant.Name,
 				float64(r.result.Responses)/r.result.Seconds, r.cpu.Seconds()/float64(r.result.Responses)*1000)
 		}
 		out = append(out, rs[len(rs)/2])
@@ -298,7 +342,7 @@ func table(runs []*run) []row {
 	add := func(sc, metric, target string, ratio bool, f func(r *run) (float64, bool)) {
 		rw := row{scenario: sc, metric: metric, target: target, ratio: ratio, values: map[string]float64{}}
 		for _, r := range runs {
-			if r.sc.Name != sc {
+			if r.label() != sc {
 				continue
 			}
 			if v, ok := f(r); ok {
@@ -313,12 +357,19 @@ func table(runs []*run) []row {
 		return func(r *run) (float64, bool) { return f(r), true }
 	}
 
-	for _, sc := range []string{"S1", "S1M"} {
-		target := map[string]string{"S1": ">= 60% bare, >= 3x colly, jobdir >= 90%"}[sc]
+	for _, sc := range append(labels(runs, "S1"), labels(runs, "S1M")...) {
+		base := strings.SplitN(sc, "@", 2)[0]
+		target := map[string]string{"S1": ">= 60% bare, >= 3x colly, jobdir >= 90%"}[base]
 		add(sc, "pages/s", target, true, always(func(r *run) float64 { return float64(r.result.Responses) / r.result.Seconds }))
-		add(sc, "CPU s / 1000 pages", map[string]string{"S1": "<= 2x bare"}[sc], true, always(func(r *run) float64 { return r.cpu.Seconds() / float64(r.result.Responses) * 1000 }))
-		add(sc, "peak RSS MB", map[string]string{"S1": "<= 64"}[sc], true, always(func(r *run) float64 { return float64(r.rssKB) / 1024 }))
-		add(sc, "pages ok (server)", "", false, always(func(r *run) float64 { return float64(r.server["one"].ByStatus[200]) }))
+		add(sc, "CPU s / 1000 pages", map[string]string{"S1": "<= 2x bare"}[base], true, always(func(r *run) float64 { return r.cpu.Seconds() / float64(r.result.Responses) * 1000 }))
+		add(sc, "peak RSS MB", map[string]string{"S1": "<= 64"}[base], true, always(func(r *run) float64 { return float64(r.rssKB) / 1024 }))
+		// nginx keeps no log, so no status counts: its request count
+		// and the crawler's own counts below stand for it.
+		add(sc, "pages ok (server)", "", false, func(r *run) (float64, bool) {
+			st, ok := r.server["one"]
+			return float64(st.ByStatus[200]), ok && st.ByStatus != nil
+		})
+		contentRows(add, sc, runs)
 	}
 	add("S1M", "RSS MB at 100k pages", "", true, func(r *run) (float64, bool) {
 		if len(r.result.RSS) == 0 {

@@ -80,6 +80,7 @@ func runBare(ctx context.Context, sc scenario.Scenario, starts []string, counter
 		if _, err := buf.ReadFrom(resp.Body); err != nil {
 			return nil, resp.StatusCode, err
 		}
+		counter.addBytes(buf.Len())
 		for _, m := range hrefRE.FindAllSubmatch(buf.Bytes(), -1) {
 			ref, err := url.Parse(string(m[1]))
 			if err != nil {

@@ -27,6 +27,7 @@ func runColly(_ context.Context, sc scenario.Scenario, v scenario.Variant, start
 	c.OnResponse(func(r *colly.Response) {
 		responses.Add(1)
 		ok.Add(1)
+		counter.addBytes(len(r.Body))
 		counter.add(1)
 	})
 	c.OnError(func(r *colly.Response, err error) {

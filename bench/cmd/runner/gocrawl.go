@@ -101,6 +101,7 @@ func (countResponses) RequestStarted(time.Time, *spider.Request, throttling.Scop
 
 func (c countResponses) RequestFinished(_ time.Time, _ *spider.Request, _ throttling.Scopes, res *spider.Response, _ error) {
 	if res != nil {
+		c.p.addBytes(len(res.Body))
 		c.p.add(1)
 	}
 }

@@ -32,6 +32,10 @@ type Result struct {
 	OK int64 `json:"ok"`
 	// Errors counts non-2xx statuses and download errors.
 	Errors int64 `json:"errors"`
+	// Bytes is the sum of the response bodies the crawler received, as
+	// its parser got them: with Pages, the check that every crawler and
+	// every server mode crawled the same content.
+	Bytes int64 `json:"bytes"`
 	// RSS is the memory curve (with -rss-every).
 	RSS []RSSPoint `json:"rss,omitempty"`
 }
@@ -45,7 +49,15 @@ func main() {
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the crawl to this file")
 	heapProfile := flag.String("heapprofile", "", "write a heap profile (memory in use) to this file when -heapprofile-at responses are reached")
 	heapAt := flag.Int64("heapprofile-at", 100000, "responses after which -heapprofile is written")
+	blockProfile := flag.String("blockprofile", "", "write a profile of where goroutines waited (channels, locks, select) to this file; slows the crawl")
+	mutexProfile := flag.String("mutexprofile", "", "write a profile of contended mutexes to this file; slows the crawl")
 	flag.Parse()
+	if *blockProfile != "" {
+		runtime.SetBlockProfileRate(int((100 * time.Microsecond).Nanoseconds())) // a sample per 100 µs blocked
+	}
+	if *mutexProfile != "" {
+		runtime.SetMutexProfileFraction(10)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -67,6 +79,12 @@ func main() {
 	err := run(*name, *variant, *urlsJSON, counter)
 	if err == nil && *memProfile != "" {
 		err = writeProfile("allocs", *memProfile)
+	}
+	if err == nil && *blockProfile != "" {
+		err = writeProfile("block", *blockProfile)
+	}
+	if err == nil && *mutexProfile != "" {
+		err = writeProfile("mutex", *mutexProfile)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "runner:", err)
@@ -126,6 +144,7 @@ func run(name, variant, urlsJSON string, counter *progress) error {
 		return err
 	}
 	res.RSS = counter.curve()
+	res.Bytes = counter.bytes.Load()
 	res.Crawler, res.Variant, res.Scenario, res.Seconds = v.Crawler, v.Name, sc.Name, time.Since(t0).Seconds()
 	return json.NewEncoder(os.Stdout).Encode(res)
 }

@@ -31,6 +31,7 @@ type RSSPoint struct {
 // RSSPoint (every 0: counting only).
 type progress struct {
 	n     atomic.Int64
+	bytes atomic.Int64 // body bytes received (addBytes)
 	every int64
 	start time.Time
 
@@ -58,6 +59,9 @@ func (p *progress) add(d int64) {
 	}
 	p.sample(n - n%p.every)
 }
+
+// addBytes counts the body of a response.
+func (p *progress) addBytes(n int) { p.bytes.Add(int64(n)) }
 
 func (p *progress) sample(pages int64) {
 	var ms runtime.MemStats
