@@ -381,6 +381,7 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 		// refusals of the same burst take theirs off.
 		p.rcBurst = float64(accepted(g))
 		p.rcRampMarks = p.rcRampEvent(now, g)
+		est = max(est, p.rcRampGuess(now))
 	}
 	p.rcMarks = append(p.rcMarks, RateMark{At: now, OK: accepted(g), Pause: pause})
 	if len(p.rcMarks) > rcMarkN {

@@ -44,6 +44,11 @@ const (
 	// at up to twice the refill, and the bucket held at least what
 	// refilled while it drained).
 	rcRampBurstShare = 0.5
+	// rcRampGuessShare bounds the first guess from the ramp's sends
+	// (rcRampGuess): a quarter of the ramp's rate when the first refusal
+	// came. (Half gave the same at R = 10 and 50 on fake time; the
+	// smaller bound is the safer one for a larger bucket.)
+	rcRampGuessShare = 0.25
 	// rcRampMarkN bounds the sends remembered during the ramp.
 	rcRampMarkN = 64
 )
@@ -135,6 +140,28 @@ func (p *Policy) rcRampEvent(now time.Time, g GateState) []RateMark {
 		m[i].Sent = max(0, m[i].Sent-g.Other)
 	}
 	return m
+}
+
+// rcRampGuess is a first guess of the server's rate at a first refusal
+// during the ramp (0: none): what the ramp's sends had accepted beyond a
+// burst of 5 (a common default, as burst assumes), over the time they
+// took, and never above rcRampGuessShare of the ramp's rate then (the
+// bucket emptied, so the scope sent faster than it refills). A bucket
+// larger than 5 makes the guess high, within that bound; the second
+// refusal event measures both. The scope's send rate, the other guess,
+// reads the ramp's first steps: a fifth of the limit at R = 50, whose
+// doubling from there cost a second at the start.
+func (p *Policy) rcRampGuess(now time.Time) float64 {
+	m := p.rcRampMarks
+	if len(m) < 3 {
+		return 0
+	}
+	span := m[len(m)-2].At.Sub(m[0].At).Seconds() // the first send to the last before the event
+	if span <= 0 {
+		return 0
+	}
+	_, ramp := p.rcRampStep(now)
+	return min((p.rcBurst+rcRemainder-5)/span, rcRampGuessShare*ramp)
 }
 
 // burstAt is the server's burst if its refill rate is rate. A first

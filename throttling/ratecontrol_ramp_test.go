@@ -154,3 +154,26 @@ func TestRateControlRampBurstCountsWhatReachedTheServer(t *testing.T) {
 		t.Errorf("burstAt(10) = %.2f, want 5 within 0.25 (4.86 expected)", b)
 	}
 }
+
+// A first refusal during the ramp gives a first guess from what the
+// ramp's sends had accepted beyond a common burst of 5 (bounded by a
+// quarter of the ramp's rate then), not only the scope's send rate, which
+// reads the ramp's first steps: at R = 50 that was 9/s, and the doubling
+// from there cost a second of the crawl (guesses here without it: 6.1,
+// 10.2 and 15.6). The guess may come out a little above the limit (the
+// requests in flight at the event are counted as accepted until they are
+// refused), which the next event corrects from a long drain.
+func TestRateControlFirstGuessFromTheRamp(t *testing.T) {
+	for _, c := range []struct{ rate, low float64 }{{10, 0.8}, {50, 0.6}, {100, 0.5}} {
+		m := rcManager(t, "example.com")
+		b := &bucket{rate: c.rate, burst: 5, ra: true}
+		simulate(m, b, 600*time.Millisecond, 10*time.Millisecond) // the first refusal, inside its pause
+		p := m.Policy()
+		if len(p.rcMarks) != 1 {
+			t.Fatalf("R=%v: %d refusal events in 600 ms, want 1", c.rate, len(p.rcMarks))
+		}
+		if p.rcEst < c.low*c.rate || p.rcEst > 1.2*c.rate {
+			t.Errorf("R=%v: first guess %.1f, want %.0f to 120 %% of the limit", c.rate, p.rcEst, 100*c.low)
+		}
+	}
+}
