@@ -32,6 +32,9 @@ type Result struct {
 	OK int64 `json:"ok"`
 	// Errors counts non-2xx statuses and download errors.
 	Errors int64 `json:"errors"`
+	// JobSyncs is how many times a JOBDIR variant's job synced its log
+	// (fsyncs of the write-ahead log; 0 without JOBDIR).
+	JobSyncs uint64 `json:"job_syncs,omitempty"`
 	// RSS is the memory curve (with -rss-every).
 	RSS []RSSPoint `json:"rss,omitempty"`
 }
@@ -45,6 +48,7 @@ func main() {
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the crawl to this file")
 	heapProfile := flag.String("heapprofile", "", "write a heap profile (memory in use) to this file when -heapprofile-at responses are reached")
 	heapAt := flag.Int64("heapprofile-at", 100000, "responses after which -heapprofile is written")
+	flag.DurationVar(&jobSyncDelay, "jobdir-sync-delay", 0, "jobdir.Options.SyncDelay of the JOBDIR variants (JOBDIR_SYNC_DELAY; 0: the default, sync right after writes)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
