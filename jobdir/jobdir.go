@@ -101,13 +101,13 @@ type Options struct {
 	// sync is done. A fast crawl on a disk whose fsync costs CPU (a
 	// journaling file system, a virtual disk) then syncs hundreds of
 	// times a second; a few milliseconds of delay make that tens, and a
-	// JOBDIR crawl of 20,000 pages 5 to 9 % cheaper in CPU with 10 ms
-	// (see docs/performance.md). The price is what a power failure or a
-	// process crash can lose: up to SyncDelay more of the newest writes,
-	// which Pebble holds in its buffer until a sync (see docs/jobs.md,
-	// "Sync policy"). The requests a crash makes the crawl fetch again stay
-	// bounded: past half of the bound of Job.LimitUnsynced the syncer syncs
-	// at once, delay or not. Negative values count as 0.
+	// JOBDIR crawl of 20,000 pages about 10 % cheaper in CPU with 10 ms
+	// (see docs/performance.md). The price is what a power failure can
+	// lose: up to SyncDelay more of the newest writes (see docs/jobs.md,
+	// "Sync policy"). A process crash loses no more than without it: the
+	// bound of Job.LimitUnsynced writes Pebble's buffer out to the
+	// operating system whenever it holds too many acknowledgements, delay
+	// or not. Negative values count as 0.
 	SyncDelay time.Duration
 	// Clock drives the syncer's timers (SyncInterval, SyncDelay); nil
 	// means clock.Real. Tests pass a *clock.Fake.
