@@ -159,10 +159,28 @@ func TestLimitUnsyncedDoesNotWaitForTheDisk(t *testing.T) {
 func TestPowerFailureKeepsSyncs(t *testing.T) {
 	mem := vfs.NewCrashableMem()
 	f := newSyncFixture(t, Options{FS: mem, SyncInterval: -1}, 2)
+	// newLog makes Pebble start a new log file (a memtable flush): the
+	// old one is closed, later recycled as a new one.
+	newLog := func() {
+		t.Helper()
+		if err := f.j.DB().Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f.push(10)
 	f.ack(1)
 	if err := f.j.Sync(); err != nil {
 		t.Fatal(err)
+	}
+	newLog()
+	f.push(3)
+	if err := f.j.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	newLog()
+	newLog()
+	if n := len(f.j.wal.files); n != 1 {
+		t.Fatalf("%d log files open after new logs, want 1 (the old ones closed, fsynced and forgotten)", n)
 	}
 	f.push(5)
 	f.ack(3) // past the limit: written out, not synced
@@ -179,8 +197,8 @@ func TestPowerFailureKeepsSyncs(t *testing.T) {
 		fs   vfs.FS
 		want int
 	}{
-		{"power failure before Close", lost, 9}, // the sync: 10 pushed, 1 acknowledged
-		{"power failure after Close", kept, 11}, // 15 pushed, 4 acknowledged
+		{"power failure before Close", lost, 12}, // the last sync: 13 pushed, 1 acknowledged
+		{"power failure after Close", kept, 14},  // 18 pushed, 4 acknowledged
 	} {
 		// The job's sync mark file is on the real disk, ahead of the
 		// lost syncs: drop it, the test is about the database.
