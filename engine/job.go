@@ -28,7 +28,7 @@ func (e *Engine) jobStorage() (*scheduler.Storage, error) {
 		return e.spillStorage()
 	}
 	// A crash repeats the requests in flight; bound the acknowledgements
-	// a slow fsync can leave unsynced to about as many.
+	// a crash can lose from Pebble's buffer to about as many.
 	e.job.LimitUnsynced(max(e.maxInflight, 16))
 	st, err := e.job.Storage(e.sp)
 	if err != nil {

@@ -163,50 +163,37 @@ func (j *Job) Storage(sp spider.Spider) (*scheduler.Storage, error) {
 	return &scheduler.Storage{Queue: q, Seen: set}, nil
 }
 
-// LimitUnsynced bounds the acknowledgements written to the log but not yet
-// synced (0: no bound, the default). Writes go to Pebble without waiting
-// for the disk and a background syncer syncs the log right after them;
-// until a sync covers them, Pebble keeps the newest writes in its own
-// buffer, so a process crash during a slow fsync (a disk shared with
-// heavy writers) could lose the acknowledgements of every request that
-// finished meanwhile, and fetch them all again. With a bound, a write that
-// leaves more than n acknowledgements unsynced waits for a sync: the crawl
-// slows down while the disk is slow, and a crash repeats at most about n
-// requests beyond those in flight. The engine sets n to
-// CONCURRENT_REQUESTS (at least 16). Call it before Storage.
+// LimitUnsynced bounds the acknowledgements committed but still in
+// Pebble's own buffer (0: no bound, the default). Writes go to Pebble
+// without waiting for anything (pebble.NoSync), and Pebble keeps the
+// newest of them in its buffer until its log is next written out; a
+// background syncer writes the log out and fsyncs it right after them.
+// While an fsync is slow (a disk shared with heavy writers), the
+// acknowledgements of every request that finished meanwhile would stay in
+// that buffer, and a process crash would fetch them all again. With a
+// bound, a write that leaves more than n acknowledgements in the buffer
+// first writes it out to the operating system (a write system call; it
+// does not wait for the disk or for the syncer's fsync under way), so a
+// process crash repeats at most about n requests beyond those in flight.
+// The engine sets n to CONCURRENT_REQUESTS (at least 16). Call it before
+// Storage.
 func (j *Job) LimitUnsynced(n int) {
 	j.maxUnsynced = uint64(max(n, 0))
 }
 
 // acked records n acknowledgements committed (pebbleq.Options.AfterAcks),
-// and waits for a sync when more than LimitUnsynced are not synced.
-//
-// Past half the bound it asks the syncer for a sync at once, so that with
-// Options.SyncDelay the crawl does not have to wait for one at the bound.
-// At the bound it waits for the background syncer to cover enough of
-// them rather than syncing itself: a sync of its own would wait for the
-// syncer's sync under way and then cost one more fsync, while the
-// syncer's next sync (which starts as soon as the one under way ends)
-// covers the same writes.
+// and writes the log out when more than LimitUnsynced are still in
+// Pebble's buffer. It never waits for an fsync, so Options.SyncDelay
+// spaces the fsyncs without making the crawl wait at the bound.
 func (j *Job) acked(n int) error {
 	total := j.acks.Add(uint64(n))
 	if j.maxUnsynced == 0 {
 		return nil
 	}
-	unsynced := total - j.acksSynced.Load()
-	if unsynced <= j.maxUnsynced {
-		if 2*unsynced > j.maxUnsynced && j.urgent != nil {
-			select {
-			case j.urgent <- struct{}{}:
-			default:
-			}
-		}
+	if total-j.acksWritten.Load() <= j.maxUnsynced {
 		return nil
 	}
-	if j.dirty == nil {
-		return j.Sync() // no background syncer
-	}
-	return j.waitSynced(total - j.maxUnsynced)
+	return j.writeLog()
 }
 
 // Stats returns a collector holding the stats saved by the previous runs

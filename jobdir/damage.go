@@ -185,8 +185,10 @@ func (j *Job) LastSync() (SyncMark, bool, error) {
 	return m, ok, err
 }
 
-// syncMark writes the next sync mark with pebble.Sync (making every
-// earlier write durable too), then records it in JOBDIR/synced.json.
+// syncMark writes the next sync mark with pebble.Sync, which writes
+// Pebble's log buffer out to the operating system (every earlier write
+// with it; walsync.go), then fsyncs the log, then records the mark in
+// JOBDIR/synced.json.
 func (j *Job) syncMark() error {
 	j.syncMu.Lock()
 	defer j.syncMu.Unlock()
@@ -196,14 +198,12 @@ func (j *Job) syncMark() error {
 	if err := j.write("syncing the log", func() error { return j.db.Set([]byte(keySync), b, pebble.Sync) }); err != nil {
 		return err
 	}
+	j.noteWritten(acks)
+	if err := j.fsyncLog(); err != nil {
+		return err
+	}
 	j.syncs = m.Count
 	j.acksSynced.Store(acks)
-	j.syncedMu.Lock()
-	if j.syncedC != nil {
-		close(j.syncedC) // wake waitSynced
-		j.syncedC = nil
-	}
-	j.syncedMu.Unlock()
 	f, err := writeSyncFile(j.dir, j.syncF, m)
 	j.syncF = f
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -9,7 +9,8 @@ import (
 // This file is the job's syncer: writes are committed without waiting for
 // the disk (pebble.NoSync), and a background goroutine syncs the log
 // right after them (or Options.SyncDelay later), at least every
-// Options.SyncInterval, and at once when LimitUnsynced asks for it.
+// Options.SyncInterval. A sync writes Pebble's log buffer out, then fsyncs the
+// log (walsync.go).
 
 // Sync makes every write so far durable (fsync of the write-ahead log).
 func (j *Job) Sync() error {
@@ -29,43 +30,6 @@ func (j *Job) Written() {
 	select {
 	case j.dirty <- struct{}{}:
 	default:
-	}
-}
-
-// waitSynced waits until a completed sync covers target acknowledgements
-// (Job.acked), waking the syncer for it. If the syncer has stopped (the
-// job is closing, or its database failed) it syncs itself.
-func (j *Job) waitSynced(target uint64) error {
-	// A wake-up sent after the acknowledgements were counted: a sync that
-	// consumes it counts them.
-	j.Written()
-	if j.urgent != nil {
-		select {
-		case j.urgent <- struct{}{}:
-		default:
-		}
-	}
-	for {
-		j.syncedMu.Lock()
-		if j.syncedC == nil {
-			j.syncedC = make(chan struct{})
-		}
-		c := j.syncedC
-		j.syncedMu.Unlock()
-		if j.acksSynced.Load() >= target {
-			return nil
-		}
-		if err := j.Failed(); err != nil {
-			return err
-		}
-		select {
-		case <-c:
-		case <-j.syncDone:
-			if j.acksSynced.Load() >= target {
-				return nil
-			}
-			return j.Sync()
-		}
 	}
 }
 
@@ -95,22 +59,15 @@ func (j *Job) syncLoop(clk clock.Clock, every, delay time.Duration) {
 			case <-j.stopSync:
 				return // Close syncs
 			case <-wait.C():
-			case <-j.urgent:
-				wait.Stop()
 			case <-t.C():
 				wait.Stop()
 			}
-		case <-j.urgent:
 		case <-t.C():
 		}
 		// Wake-ups already sent are covered by the sync below: the
 		// writes they announce were committed before they were sent.
 		select {
 		case <-j.dirty:
-		default:
-		}
-		select {
-		case <-j.urgent:
 		default:
 		}
 		t.Reset(every)

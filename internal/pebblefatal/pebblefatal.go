@@ -83,6 +83,18 @@ func (b *Breaker) Do(what string, fn func() error) (err error) {
 	return fn()
 }
 
+// Fail breaks b with err, a failure as fatal as Pebble's own (the job's
+// fsync of the write-ahead log failed: what was written may not be on the
+// disk, and retrying cannot tell). It returns the error "<what>: <err>" of
+// kind ErrFatal, or the error that broke b first.
+func (b *Breaker) Fail(what string, err error) error {
+	var e error = fmt.Errorf("%s: %w", what, &Error{Msg: err.Error(), Err: err})
+	if b.err.CompareAndSwap(nil, &e) {
+		return e
+	}
+	return b.Err()
+}
+
 // Logger returns a pebble.Logger for the database b guards: it drops
 // Pebble's informational messages and handles Fatalf as the package doc
 // says.

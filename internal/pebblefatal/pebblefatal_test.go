@@ -66,3 +66,23 @@ func TestFatalfOutsideDoPanics(t *testing.T) {
 	}()
 	b.Logger().Fatalf("boom")
 }
+
+func TestBreakerFail(t *testing.T) {
+	var b Breaker
+	werr := &fs.PathError{Op: "fdatasync", Path: "000006.log", Err: syscall.EIO}
+	err := b.Fail("syncing the log", werr)
+	if !errors.Is(err, ErrFatal) || !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "syncing the log: fdatasync 000006.log") {
+		t.Fatalf("err = %v", err)
+	}
+	if b.Err() != err {
+		t.Fatalf("Err = %v, want %v", b.Err(), err)
+	}
+	called := false
+	if err2 := b.Do("ack", func() error { called = true; return nil }); err2 != err || called {
+		t.Fatalf("a broken breaker ran a write (err %v)", err2)
+	}
+	// The first failure stays the one reported.
+	if err3 := b.Fail("again", errors.New("later")); err3 != err {
+		t.Fatalf("second Fail = %v, want the first error", err3)
+	}
+}

@@ -63,9 +63,10 @@ type Options struct {
 	MaxPendingBytes int
 	// AfterAcks, when set, is called with the store's lock held after a
 	// committed write that holds n acknowledgements (GroupWrites). The job
-	// directory uses it to bound the acknowledgements written but not yet
-	// synced: past a limit it waits for a sync of the log, so that a crash
-	// during a slow fsync cannot lose more than that many (see
+	// directory uses it to bound the acknowledgements committed but still
+	// in Pebble's buffer: past a limit it writes the log out to the
+	// operating system (without waiting for the disk), so that a process
+	// crash cannot lose more than that many (see
 	// jobdir.Job.LimitUnsynced). An error fails the write.
 	AfterAcks func(n int) error
 	// Write, when set, runs every write of the store (and of its attached

@@ -67,7 +67,7 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 			return res, err
 		}
 		defer os.RemoveAll(dir)
-		job, err := jobdir.Open(dir, sp.Name(), jobdir.Options{})
+		job, err := jobdir.Open(dir, sp.Name(), jobdir.Options{SyncDelay: jobSyncDelay})
 		if err != nil {
 			return res, err
 		}
@@ -89,9 +89,17 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 		return res, err
 	}
 	res.Responses, res.OK = snap.Global.Responses, snap.Global.OK
+	if opts.Job != nil {
+		if m, ok, err := opts.Job.LastSync(); err == nil && ok {
+			res.JobSyncs = m.Count
+		}
+	}
 	res.Errors = snap.Global.Completed() - snap.Global.OK
 	return res, nil
 }
+
+// jobSyncDelay is the -jobdir-sync-delay flag.
+var jobSyncDelay time.Duration
 
 // countResponses feeds the runner's progress (and memory curve) with
 // every response.

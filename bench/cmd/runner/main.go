@@ -36,6 +36,9 @@ type Result struct {
 	// its parser got them: with Pages, the check that every crawler and
 	// every server mode crawled the same content.
 	Bytes int64 `json:"bytes"`
+	// JobSyncs is how many times a JOBDIR variant's job synced its log
+	// (fsyncs of the write-ahead log; 0 without JOBDIR).
+	JobSyncs uint64 `json:"job_syncs,omitempty"`
 	// RSS is the memory curve (with -rss-every).
 	RSS []RSSPoint `json:"rss,omitempty"`
 }
@@ -51,6 +54,7 @@ func main() {
 	heapAt := flag.Int64("heapprofile-at", 100000, "responses after which -heapprofile is written")
 	blockProfile := flag.String("blockprofile", "", "write a profile of where goroutines waited (channels, locks, select) to this file; slows the crawl")
 	mutexProfile := flag.String("mutexprofile", "", "write a profile of contended mutexes to this file; slows the crawl")
+	flag.DurationVar(&jobSyncDelay, "jobdir-sync-delay", 0, "jobdir.Options.SyncDelay of the JOBDIR variants (JOBDIR_SYNC_DELAY; 0: the default, sync right after writes)")
 	flag.Parse()
 	if *blockProfile != "" {
 		runtime.SetBlockProfileRate(int((100 * time.Microsecond).Nanoseconds())) // a sample per 100 µs blocked
