@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/jobdir"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -18,13 +19,13 @@ func (namedSpider) Name() string { return "named" }
 
 func (namedSpider) Parse(context.Context, *spider.Response, spider.Output) error { return nil }
 
-// JOBDIR_SYNC_DELAY reaches the job the CLI opens; its default keeps the
-// syncer syncing at once.
+// JOBDIR_SYNC_DELAY reaches the job the CLI opens: its default is
+// jobdir.DefaultSyncDelay, and 0 syncs at once.
 func TestOpenJobSyncDelay(t *testing.T) {
 	for _, tt := range []struct {
 		set  any
 		want time.Duration
-	}{{nil, 0}, {0.01, 10 * time.Millisecond}} {
+	}{{nil, jobdir.DefaultSyncDelay}, {0.0, 0}, {0.05, 50 * time.Millisecond}} {
 		s := settings.New()
 		if err := s.Set("JOBDIR", filepath.Join(t.TempDir(), "job"), settings.SourceCommandLine, "test"); err != nil {
 			t.Fatal(err)

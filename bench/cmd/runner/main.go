@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/bench/scenario"
+	"github.com/gocrawl/gocrawl/jobdir"
 )
 
 // Result is what a runner reports; the server-side view (per-host status
@@ -54,7 +55,7 @@ func main() {
 	heapAt := flag.Int64("heapprofile-at", 100000, "responses after which -heapprofile is written")
 	blockProfile := flag.String("blockprofile", "", "write a profile of where goroutines waited (channels, locks, select) to this file; slows the crawl")
 	mutexProfile := flag.String("mutexprofile", "", "write a profile of contended mutexes to this file; slows the crawl")
-	flag.DurationVar(&jobSyncDelay, "jobdir-sync-delay", 0, "jobdir.Options.SyncDelay of the JOBDIR variants (JOBDIR_SYNC_DELAY; 0: the default, sync right after writes)")
+	flag.DurationVar(&jobSyncDelay, "jobdir-sync-delay", jobdir.DefaultSyncDelay, "jobdir.Options.SyncDelay of the JOBDIR variants (JOBDIR_SYNC_DELAY; default as gocrawl run; 0: sync right after writes)")
 	flag.Parse()
 	if *blockProfile != "" {
 		runtime.SetBlockProfileRate(int((100 * time.Microsecond).Nanoseconds())) // a sample per 100 µs blocked
