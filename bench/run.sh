@@ -51,17 +51,8 @@ for ((i = 1; i <= $#; i++)); do
 	esac
 done
 if [[ ",$server," == *,nginx,* ]]; then
-	# as_root runs a command as root: directly, or through sudo.
-	as_root() {
-		if [ "$(id -u)" = 0 ]; then
-			"$@"
-		elif command -v sudo >/dev/null 2>&1; then
-			sudo "$@"
-		else
-			echo "bench/run.sh: need root (or sudo) to run: $*" >&2
-			return 1
-		fi
-	}
+	# shellcheck source=scripts/as_root.sh
+	. "$here/../scripts/as_root.sh"
 	if ! command -v nginx >/dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]]; then
 		echo "== installing nginx (for -server nginx)"
 		as_root apt-get update -qq

@@ -21,17 +21,8 @@ fi
 # the same way. The tests start and stop their own servers on free loopback
 # ports (internal/redistest); nothing is left running.
 
-# as_root runs a command as root: directly, or through sudo.
-as_root() {
-	if [ "$(id -u)" = 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
-	else
-		echo "scripts/test.sh: need root (or sudo) to run: $*" >&2
-		return 1
-	fi
-}
+# shellcheck source=scripts/as_root.sh
+. scripts/as_root.sh
 
 # redis-server and redis-cli, for the distributed crawl (pqueue/redisq,
 # dupefilter, redisjob, the 3-node cluster tests): from the distribution's

@@ -84,9 +84,9 @@ func mainErr(bin, only, variants, servers, csvPath string, repeat int) error {
 	if err != nil {
 		return err
 	}
-	want := map[string]bool{}
-	for _, s := range strings.Split(only, ",") {
-		want[strings.TrimSpace(s)] = true
+	want, err := parseScenarios(only)
+	if err != nil {
+		return err
 	}
 	wantVariant := map[string]bool{}
 	for _, s := range strings.Split(variants, ",") {

@@ -158,3 +158,32 @@ func checkContent(w io.Writer, runs []*run) {
 }
 
 func base(label string) string { return strings.SplitN(label, "@", 2)[0] }
+
+// parseScenarios reads -scenarios: names of scenario.All() or their
+// families (S2 for S2 and S2-alone). An unknown name is a usage error,
+// not a scenario silently skipped.
+func parseScenarios(only string) (map[string]bool, error) {
+	known := map[string]bool{}
+	var names []string
+	for _, sc := range scenario.All() {
+		fam := strings.SplitN(sc.Name, "-", 2)[0]
+		if !known[fam] {
+			names = append(names, fam)
+		}
+		known[sc.Name], known[fam] = true, true
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(only, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !known[s] {
+			return nil, fmt.Errorf("%w: -scenarios: no scenario %q (have %s)", errUsage, s, strings.Join(names, ", "))
+		}
+		want[s] = true
+	}
+	if len(want) == 0 {
+		return nil, fmt.Errorf("%w: -scenarios: none given", errUsage)
+	}
+	return want, nil
+}

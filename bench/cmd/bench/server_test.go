@@ -64,3 +64,38 @@ func TestLabels(t *testing.T) {
 		t.Errorf("siteArgs on the Go site = %v: the default command line must not change", got)
 	}
 }
+
+// -scenarios names scenarios or their families; a typo is a usage error
+// naming it, not a run that silently does nothing.
+func TestParseScenarios(t *testing.T) {
+	for _, tt := range []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{"S1", []string{"S1"}, false},
+		{"S1, S2", []string{"S1", "S2"}, false},
+		{"S2-alone", []string{"S2-alone"}, false},
+		{"S1M", []string{"S1M"}, false},
+		{"S5", nil, true},
+		{"s1", nil, true},
+		{",", nil, true},
+	} {
+		got, err := parseScenarios(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("parseScenarios(%q): error %v, want error %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, errUsage) {
+				t.Errorf("parseScenarios(%q): %v is not a usage error", tt.in, err)
+			}
+			continue
+		}
+		for _, w := range tt.want {
+			if !got[w] {
+				t.Errorf("parseScenarios(%q) = %v, want %s", tt.in, got, w)
+			}
+		}
+	}
+}
