@@ -155,6 +155,9 @@ const (
 	// every measurement of what a bucket accepted reads half a request
 	// short, and the estimates of the refill and of the burst with it.
 	rcRemainder = 0.5
+	// rcDefaultBurst is the burst assumed before one is measured (a
+	// common default of servers' token buckets).
+	rcDefaultBurst = 5
 	// rcMinDrain bounds the error of a model estimate whose drain was
 	// shorter (a refusal at once).
 	rcMinDrain = 50 * time.Millisecond
@@ -209,18 +212,22 @@ func (p *Policy) rcTick(now time.Time, g GateState) {
 	}
 }
 
+// rcCycle is the probe curve's own cycle, in seconds (from a refusal to
+// the next, which the probe provokes): its plateau K plus the time its
+// excess over the limit takes to drain the bucket (the burst: known, else
+// rcDefaultBurst). It needs an estimate (rcEst > 0).
+func (p *Policy) rcCycle() float64 {
+	k := math.Cbrt((1 - p.rcBeta) / rcCubic)
+	return k + math.Pow(4*p.burst()/(p.rcEst*rcCubic), 0.25)
+}
+
 // rcStretch slows the probe curve down at low rates, so that a cycle
-// (from a refusal to the next, which the probe provokes) holds at least
-// rcBudget requests: each probe costs a refusal. The curve's own cycle is
-// its plateau K plus the time its excess over the limit takes to drain
-// the bucket (the burst: known, else 5).
+// holds at least rcBudget requests: each probe costs a refusal.
 func (p *Policy) rcStretch() float64 {
 	if p.rcEst <= 0 {
 		return 1
 	}
-	k := math.Cbrt((1 - p.rcBeta) / rcCubic)
-	cycle := k + math.Pow(4*p.burst()/(p.rcEst*rcCubic), 0.25)
-	return max(1, rcBudget/p.rcEst/cycle)
+	return max(1, rcBudget/p.rcEst/p.rcCycle())
 }
 
 // rcCurveStretch is the probe curve's stretch: rcStretch, and at least
@@ -229,17 +236,15 @@ func (p *Policy) rcCurveStretch() float64 {
 	if p.rcEst <= 0 {
 		return 1
 	}
-	k := math.Cbrt((1 - p.rcBeta) / rcCubic)
-	cycle := k + math.Pow(4*p.burst()/(p.rcEst*rcCubic), 0.25)
-	return max(p.rcStretch(), rcMinCycle.Seconds()/cycle)
+	return max(p.rcStretch(), rcMinCycle.Seconds()/p.rcCycle())
 }
 
-// burst is the server's burst as measured, else 5 (a common default).
+// burst is the server's burst as measured, else rcDefaultBurst.
 func (p *Policy) burst() float64 {
 	if p.rcBurst > 0 && p.rcRampMarks == nil {
 		return p.rcBurst
 	}
-	return 5
+	return rcDefaultBurst
 }
 
 // rcMeasureLate compares the sends since the previous step with the rate

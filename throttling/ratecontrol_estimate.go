@@ -101,15 +101,12 @@ func (p *Policy) rcModelEstimate(now time.Time, g GateState) (r, u float64, ok b
 	// The server refuses once its bucket holds less than a token, not
 	// none: what it accepted is its burst and refill less that
 	// remainder, half a request on average (never more than was sent).
-	var sends float64
+	lo, hi, sends := 0.0, 0.0, 0.0
 	for _, s := range steps {
+		hi = max(hi, s.sends/s.dt)
 		sends += s.sends
 	}
 	acc = max(acc, min(acc+rcRemainder, sends))
-	lo, hi := 0.0, 0.0
-	for _, s := range steps {
-		hi = max(hi, s.sends/s.dt)
-	}
 	hi = max(hi, acc/span) * 2
 	if got, _ := accepts(hi); got < acc {
 		p.debug("rate_model").Float64("acc", acc).Float64("max", got).Int("steps", len(steps)).Msg("model fails")

@@ -143,8 +143,8 @@ func (p *Policy) rcRampEvent(now time.Time, g GateState) []RateMark {
 }
 
 // rcRampGuess is a first guess of the server's rate at a first refusal
-// during the ramp (0: none): what the ramp's sends had accepted beyond a
-// burst of 5 (a common default, as burst assumes), over the time they
+// during the ramp (0: none): what the ramp's sends had accepted beyond
+// rcDefaultBurst (as burst assumes before a measure), over the time they
 // took, and never above rcRampGuessShare of the ramp's rate then (the
 // bucket emptied, so the scope sent faster than it refills). A bucket
 // larger than 5 makes the guess high, within that bound; the second
@@ -152,16 +152,22 @@ func (p *Policy) rcRampEvent(now time.Time, g GateState) []RateMark {
 // reads the ramp's first steps: a fifth of the limit at R = 50, whose
 // doubling from there cost a second at the start.
 func (p *Policy) rcRampGuess(now time.Time) float64 {
-	m := p.rcRampMarks
-	if len(m) < 3 {
-		return 0
-	}
-	span := m[len(m)-2].At.Sub(m[0].At).Seconds() // the first send to the last before the event
-	if span <= 0 {
+	span := rampSpread(p.rcRampMarks)
+	if len(p.rcRampMarks) < 3 || span <= 0 {
 		return 0
 	}
 	_, ramp := p.rcRampStep(now)
-	return min((p.rcBurst+rcRemainder-5)/span, rcRampGuessShare*ramp)
+	return min((p.rcBurst+rcRemainder-rcDefaultBurst)/span, rcRampGuessShare*ramp)
+}
+
+// rampSpread is the time, in seconds, from the first of the ramp's sends
+// to the last before the event (marks as rcRampEvent keeps them: the last
+// one is the event's).
+func rampSpread(m []RateMark) float64 {
+	if len(m) < 2 {
+		return 0
+	}
+	return m[len(m)-2].At.Sub(m[0].At).Seconds()
 }
 
 // burstAt is the server's burst if its refill rate is rate. A first
@@ -200,8 +206,7 @@ func (p *Policy) burstAt(rate float64) float64 {
 	// over a token's refill or more, and none for sends that all came
 	// at once (a bucket of whole tokens): rcRemainder scaled by the
 	// refill between the first send and the last before the event.
-	spread := m[max(len(m)-2, 0)].At.Sub(m[0].At).Seconds()
-	want := p.rcBurst + min(rcRemainder, rate*spread/2)
+	want := p.rcBurst + min(rcRemainder, rate*rampSpread(m)/2)
 	lo, hi := max(1, rcRampBurstShare*p.rcBurst), max(1, want)
 	if accepts(lo) >= want {
 		return lo
