@@ -79,7 +79,9 @@ type Metadata struct {
 // 20,000 pages ran at 0.90 to 0.99 times the speed of the same crawl in
 // memory with it, about 0.8 times without (docs/performance.md, "JOBDIR,
 // fourth pass"). A power failure can lose up to 10 ms more of the newest
-// writes, fetched again on resume; a process crash loses no more.
+// writes, fetched again on resume; what a process crash can repeat keeps
+// its bound (Job.LimitUnsynced), though a kill typically repeats a few
+// more requests than with 0 (docs/jobs.md).
 const DefaultSyncDelay = 10 * time.Millisecond
 
 // Options configure Open.
@@ -114,10 +116,10 @@ type Options struct {
 	// JOBDIR crawl of 20,000 pages about 10 % cheaper in CPU with 10 ms
 	// (see docs/performance.md). The price is what a power failure can
 	// lose: up to SyncDelay more of the newest writes (see docs/jobs.md,
-	// "Sync policy"). A process crash loses no more than without it: the
-	// bound of Job.LimitUnsynced writes Pebble's buffer out to the
+	// "Sync policy"). What a process crash can lose keeps its bound: that
+	// of Job.LimitUnsynced, which writes Pebble's buffer out to the
 	// operating system whenever it holds too many acknowledgements, delay
-	// or not. Negative values count as 0.
+	// or not (within it, a kill typically repeats a few more requests). Negative values count as 0.
 	SyncDelay time.Duration
 	// Clock drives the syncer's timers (SyncInterval, SyncDelay); nil
 	// means clock.Real. Tests pass a *clock.Fake.

@@ -119,7 +119,7 @@ func init() {
 		{Name: "DEPTH_STATS_VERBOSE", Type: Bool, Default: false, Doc: "Count requests per depth in the stats."},
 		{Name: "JOBDIR", Type: String, Default: "", Doc: "Folder holding the crawl's persistent state, for pause and resume (empty = in memory)."},
 		{Name: "JOBDIR_RESET", Type: Bool, Default: false, Doc: "Delete the job's state in JOBDIR and start over."},
-		{Name: "JOBDIR_SYNC_DELAY", Type: NonNegative(Float), Default: 0.01, Doc: "Seconds the job's syncer waits after a write so that later writes share its fsync (0 = sync at once, each fsync costs CPU); a power failure can lose up to this much more of the newest writes, fetched again on resume; a process crash loses no more than with 0 (docs/jobs.md)."},
+		{Name: "JOBDIR_SYNC_DELAY", Type: NonNegative(Float), Default: 0.01, Doc: "Seconds the job's syncer waits after a write so that later writes share its fsync (0 = sync at once, each fsync costs CPU); a power failure can lose up to this much more of the newest writes, fetched again on resume; what a process crash can repeat keeps the bound it has with 0 (docs/jobs.md)."},
 
 		{Name: "ITEM_PIPELINES", Type: Map, Default: map[string]any{}, Doc: "Item pipelines by registered name -> order (lower runs first; null disables)."},
 		{Name: "FEEDS", Type: Map, Default: map[string]any{}, Doc: "Feed exports: file path -> {format: jsonl|json|csv, overwrite: bool}."},
