@@ -32,28 +32,26 @@ func TestRateModelCountsTheBucketsRemainder(t *testing.T) {
 		epoch := t0.Add(time.Second)
 		p.rcMarks = []RateMark{{At: t0, OK: 100, Pause: time.Second}}
 
-		// The server: full at the epoch (the pause refilled it).
-		tokens, last := burst, epoch
+		// The server: full at the epoch (the pause refilled it), when
+		// the first request goes.
+		b := &bucket{rate: rate, burst: burst}
 		sent, acc := int64(0), int64(0)
 		samples := []RateMark{{At: epoch, OK: 100, Sent: 100}}
 		var refusedAt time.Time
 		at := epoch
 		for refusedAt.IsZero() {
-			if sent > 0 { // the first goes at the pause's end, each next one a jittered gap (±10 %) later
+			if sent > 0 { // each next one a jittered gap (±10 %) later
 				gap := (0.9 + 0.2*rng.Float64()) / sendRate
 				at = at.Add(time.Duration(gap * float64(time.Second)))
 			}
 			for next := samples[len(samples)-1].At.Add(time.Second); !next.After(at); next = next.Add(time.Second) {
 				samples = append(samples, RateMark{At: next, OK: 100 + acc, Sent: 100 + sent})
 			}
-			tokens = min(burst, tokens+at.Sub(last).Seconds()*rate)
-			last = at
 			sent++
-			if tokens < 1 {
+			if ok, _ := b.admit(at); !ok {
 				refusedAt = at
 				break
 			}
-			tokens--
 			acc++
 		}
 		p.rcSamples = samples
