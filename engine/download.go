@@ -28,15 +28,9 @@ import (
 // the job is finished. Download is the same step for requests fetched
 // outside the scheduler (robots.txt, inline requests).
 
-// runKey carries the job being fetched to the innermost fetcher.
+// runKey carries the run being fetched (the job, and the context of the
+// download on the wire) to the innermost fetcher.
 type runKey struct{}
-
-// wireKey carries the context of the download itself to the innermost
-// fetcher: the middlewares run under a context that a graceful stop
-// cancels (a request waiting for robots.txt gives up at once), while the
-// download on the wire is cancelled only SHUTDOWN_GRACE later (or by
-// Abort, or by the caller of Download).
-type wireKey struct{}
 
 // errNotSent is returned for a request that reaches the network after a
 // graceful stop began: it is kept queued.
@@ -54,8 +48,14 @@ func (e *Engine) interrupted(err error) bool {
 // reported to the throttler, which frees its scopes. A rendered page may
 // report early, from the renderer's goroutine (render.WithReport), hence
 // the atomic.
+//
+// wire is the context of the download itself: the middlewares run under a
+// context that a graceful stop cancels (a request waiting for robots.txt
+// gives up at once), while the download on the wire is cancelled only
+// SHUTDOWN_GRACE later (or by Abort, or by the caller of Download).
 type run struct {
 	job      *scheduler.Job
+	wire     context.Context
 	reported atomic.Bool
 }
 
@@ -67,7 +67,7 @@ type run struct {
 // middlewares wait for, robots.txt), wire when SHUTDOWN_GRACE is over (the
 // download itself): the loop's crawl-wide contexts.
 func (e *Engine) process(ctx, wait, wire context.Context, job *scheduler.Job) {
-	r := &run{job: job}
+	r := &run{job: job, wire: wire}
 	ack := true
 	// The body's memory is counted from its first byte until the callback
 	// is done with it (DOWNLOAD_MEMORY_BUDGET).
@@ -76,7 +76,7 @@ func (e *Engine) process(ctx, wait, wire context.Context, job *scheduler.Job) {
 		lease.Release()
 		e.events <- event{kind: evFinished, job: job, ack: ack}
 	}()
-	fctx := context.WithValue(downloader.WithLease(wait, lease), wireKey{}, wire)
+	fctx := downloader.WithLease(wait, lease)
 
 	if !job.Admitted && !e.admit(job) {
 		e.events <- event{kind: evDownloaded}
@@ -147,13 +147,13 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 	if e.stopCtx.Err() != nil {
 		return nil, errNotSent // nothing new is sent once a stop began
 	}
-	wire, _ := ctx.Value(wireKey{}).(context.Context)
-	if wire == nil {
-		wire = ctx
+	r, _ := ctx.Value(runKey{}).(*run)
+	wire := ctx
+	if r != nil && r.wire != nil {
+		wire = r.wire
 	}
 	dctx, endDownload := mergeCancel(context.WithoutCancel(ctx), wire)
 	defer endDownload()
-	r, _ := ctx.Value(runKey{}).(*run)
 	var scopes throttling.Scopes
 	var sentAt time.Time
 	if r != nil {
@@ -281,11 +281,11 @@ func (e *Engine) Download(ctx context.Context, req *spider.Request) (*spider.Res
 		if err != nil {
 			return nil, stopped(err)
 		}
-		r := &run{job: &scheduler.Job{Req: req, Scopes: scopes, Admitted: true, SentAt: sentAt}}
+		r := &run{job: &scheduler.Job{Req: req, Scopes: scopes, Admitted: true, SentAt: sentAt}, wire: wire}
 		// Counted while it is read, never waiting: the caller (a callback,
 		// a job waiting for robots.txt) may hold budget itself.
 		lease := e.dl.Budget().Lease(false)
-		fctx := context.WithValue(downloader.WithLease(throttling.WithSentAt(context.WithValue(wait, runKey{}, r), sentAt), lease), wireKey{}, wire)
+		fctx := downloader.WithLease(throttling.WithSentAt(context.WithValue(wait, runKey{}, r), sentAt), lease)
 		res, err := e.fetch.Fetch(fctx, req)
 		lease.Release()
 		if r.reported.CompareAndSwap(false, true) {

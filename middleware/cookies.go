@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/net/publicsuffix"
@@ -39,25 +41,62 @@ type Cookies struct {
 	debug bool
 	log   zerolog.Logger
 
+	// def is the default jar (no session, no cookiejar meta), kept apart
+	// so that most requests find it without taking mu.
+	def  *jar
 	mu   sync.Mutex
-	jars map[string]*cookiejar.Jar
+	jars map[string]*jar
+}
+
+// jar is a cookie jar that knows when it has never stored a cookie: until
+// then Cookies returns nothing without asking the jar, which would
+// canonicalize the host and look up its public suffix on every request of
+// a crawl whose sites set no cookies.
+type jar struct {
+	*cookiejar.Jar
+	stored atomic.Bool
+}
+
+func newJar() *jar {
+	j, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+	return &jar{Jar: j}
+}
+
+// SetCookies stores cookies as cookiejar.Jar.SetCookies does.
+func (j *jar) SetCookies(u *url.URL, cookies []*http.Cookie) {
+	if len(cookies) == 0 {
+		return
+	}
+	j.stored.Store(true)
+	j.Jar.SetCookies(u, cookies)
+}
+
+// Cookies returns the cookies to send to u, as cookiejar.Jar.Cookies does.
+func (j *jar) Cookies(u *url.URL) []*http.Cookie {
+	if !j.stored.Load() {
+		return nil
+	}
+	return j.Jar.Cookies(u)
 }
 
 func newCookies(c *spider.Crawler) (Downloader, error) {
 	if !c.Settings.Bool("COOKIES_ENABLED") {
 		return nil, nil
 	}
-	return &Cookies{debug: c.Settings.Bool("COOKIES_DEBUG"), log: c.Log, jars: map[string]*cookiejar.Jar{}}, nil
+	return &Cookies{debug: c.Settings.Bool("COOKIES_DEBUG"), log: c.Log, def: newJar(), jars: map[string]*jar{}}, nil
 }
 
 // Jar returns the jar of a session: "" for the default one, else the
 // cookiejar meta value formatted with %v.
 func (m *Cookies) Jar(session string) http.CookieJar {
+	if session == "" {
+		return m.def
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j := m.jars[session]
 	if j == nil {
-		j, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+		j = newJar()
 		m.jars[session] = j
 	}
 	return j
@@ -109,6 +148,9 @@ func (m *Cookies) WrapFetcher(next Fetcher) Fetcher {
 		res, err := next.Fetch(ctx, send)
 		if err != nil || res == nil {
 			return res, err
+		}
+		if len(res.Header["Set-Cookie"]) == 0 {
+			return res, nil
 		}
 		if set := (&http.Response{Header: res.Header}).Cookies(); len(set) > 0 {
 			jar.SetCookies(res.URL, set)

@@ -34,17 +34,27 @@ func (m *Depth) WrapHandler(next Handler) Handler {
 		if res.Request != nil {
 			parent = res.Request.Depth
 		}
-		return next.Handle(ctx, res, &OutputHooks{Next: out, OnRequest: func(r *spider.Request) *spider.Request {
-			if r.Depth <= parent {
-				r.Depth = parent + 1
-			}
-			if m.stats != nil && (m.limit == 0 || r.Depth <= m.limit) {
-				m.stats.Max("request_depth_max", float64(r.Depth))
-				if m.verbose {
-					m.stats.Inc("request_depth_count/"+strconv.Itoa(r.Depth), 1)
-				}
-			}
-			return r
-		}})
+		return next.Handle(ctx, res, hook(out, depthHook{m: m, parent: parent}))
 	})
+}
+
+// depthHook sets the depth of the requests found on a page of depth
+// parent.
+type depthHook struct {
+	m      *Depth
+	parent int
+}
+
+func (h depthHook) onRequest(r *spider.Request) *spider.Request {
+	m := h.m
+	if r.Depth <= h.parent {
+		r.Depth = h.parent + 1
+	}
+	if m.stats != nil && (m.limit == 0 || r.Depth <= m.limit) {
+		m.stats.Max("request_depth_max", float64(r.Depth))
+		if m.verbose {
+			m.stats.Inc("request_depth_count/"+strconv.Itoa(r.Depth), 1)
+		}
+	}
+	return r
 }

@@ -65,8 +65,8 @@ func RedactedURL(u *url.URL) string {
 }
 
 // guardChain is shared by the guards of one chain. A traversal of the
-// chain carries one guardFrame in its context (one context value and one
-// allocation per request, not one per middleware), where each guard, by
+// chain carries one guardFrame in its context (one allocation per request,
+// frame and context value together, not one per middleware), where each guard, by
 // its index, records the errors its next returned, so that it can tell
 // errors the middleware passed on from errors it made.
 type guardChain struct{ n int }
@@ -96,9 +96,25 @@ func enterGuard(ctx context.Context, ch *guardChain, i int) (context.Context, *g
 	if f, ok := ctx.Value(ch).(*guardFrame); ok && f.enter(i) {
 		return ctx, f
 	}
-	f := &guardFrame{}
-	f.enter(i)
-	return context.WithValue(ctx, ch, f), f
+	fc := &frameCtx{Context: ctx, ch: ch}
+	fc.f.enter(i)
+	return fc, &fc.f
+}
+
+// frameCtx is context.WithValue(parent, ch, &f) in one allocation: the
+// frame lives in the context that carries it.
+type frameCtx struct {
+	context.Context
+	ch *guardChain
+	f  guardFrame
+}
+
+// Value returns the frame for its chain, and the parent's values else.
+func (c *frameCtx) Value(key any) any {
+	if k, ok := key.(*guardChain); ok && k == c.ch {
+		return &c.f
+	}
+	return c.Context.Value(key)
 }
 
 // enter claims bit i, forgetting what an earlier call of guard i left.

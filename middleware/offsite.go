@@ -160,13 +160,18 @@ func newOffsiteSpider(c *spider.Crawler) (Spider, error) {
 	}
 	return SpiderFunc(func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, res *spider.Response, out spider.Output) error {
-			return next.Handle(ctx, res, &OutputHooks{Next: out, OnRequest: func(r *spider.Request) *spider.Request {
-				if !o.Allowed(r) {
-					o.filtered(r)
-					return nil
-				}
-				return r
-			}})
+			return next.Handle(ctx, res, hook(out, offsiteHook{o}))
 		})
 	}), nil
+}
+
+// offsiteHook drops the requests for hosts outside the allowed domains.
+type offsiteHook struct{ o *Offsite }
+
+func (h offsiteHook) onRequest(r *spider.Request) *spider.Request {
+	if !h.o.Allowed(r) {
+		h.o.filtered(r)
+		return nil
+	}
+	return r
 }

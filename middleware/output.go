@@ -76,3 +76,58 @@ func (o *OutputHooks) FollowAll(res *spider.Response, refs any, cb spider.Callba
 		o.Follow(res, l, cb)
 	}
 }
+
+// requestHook is what the built-in spider middlewares do to each request
+// of a callback's output: the request to send on, or nil to drop it.
+type requestHook interface {
+	onRequest(req *spider.Request) *spider.Request
+}
+
+// hooked is OutputHooks for the built-in middlewares: the hook's state is
+// a value of H held in the Output itself, so wrapping a response's output
+// costs one allocation, where OutputHooks and its closure cost two. Every
+// response goes through several of them, links or not.
+type hooked[H requestHook] struct {
+	next spider.Output
+	hook H
+}
+
+// hook returns out with h applied to every request it is sent.
+func hook[H requestHook](out spider.Output, h H) *hooked[H] {
+	return &hooked[H]{next: out, hook: h}
+}
+
+// Item implements spider.Output.
+func (o *hooked[H]) Item(item any) { o.next.Item(item) }
+
+// Request implements spider.Output.
+func (o *hooked[H]) Request(req *spider.Request) {
+	if req == nil {
+		return
+	}
+	if req = o.hook.onRequest(req); req != nil {
+		o.next.Request(req)
+	}
+}
+
+// Follow implements spider.Output.
+func (o *hooked[H]) Follow(res *spider.Response, ref string, cb spider.Callback) {
+	req, err := res.Follow(ref, cb)
+	if err != nil {
+		o.next.Follow(res, ref, cb) // fails again and is reported there
+		return
+	}
+	o.Request(req)
+}
+
+// FollowAll implements spider.Output.
+func (o *hooked[H]) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
+	links, err := spider.Links(refs)
+	if err != nil {
+		o.next.FollowAll(res, refs, cb) // reports the unsupported type
+		return
+	}
+	for _, l := range links {
+		o.Follow(res, l, cb)
+	}
+}

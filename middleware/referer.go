@@ -50,22 +50,31 @@ func (m *Referer) WrapHandler(next Handler) Handler {
 			pagePolicy = p
 		}
 		page := newPageReferrer(res.URL)
-		return next.Handle(ctx, res, &OutputHooks{Next: out, OnRequest: func(r *spider.Request) *spider.Request {
-			if r.RefererHeader() != "" {
-				return r
-			}
-			policy := pagePolicy
-			if r.Meta != nil {
-				if p, err := parseReferrerPolicy(stringMeta(r, MetaReferrerPolicy)); err == nil && p != "" {
-					policy = p
-				}
-			}
-			// The field, not a header map: every link of the page shares
-			// page's strings, and the downloader sends it as the header.
-			r.Referer = policy.referrer(page, r.URL)
-			return r
-		}})
+		return next.Handle(ctx, res, hook(out, refererHook{policy: pagePolicy, page: page}))
 	})
+}
+
+// refererHook sets the Referer of the requests found on page, by policy
+// unless a request's meta names its own.
+type refererHook struct {
+	policy refererPolicy
+	page   *pageReferrer
+}
+
+func (h refererHook) onRequest(r *spider.Request) *spider.Request {
+	if r.RefererHeader() != "" {
+		return r
+	}
+	policy := h.policy
+	if r.Meta != nil {
+		if p, err := parseReferrerPolicy(stringMeta(r, MetaReferrerPolicy)); err == nil && p != "" {
+			policy = p
+		}
+	}
+	// The field, not a header map: every link of the page shares page's
+	// strings, and the downloader sends it as the header.
+	r.Referer = policy.referrer(h.page, r.URL)
+	return r
 }
 
 // pageReferrer is the page a request was found on, with the two referrer

@@ -32,16 +32,22 @@ func newURLLength(c *spider.Crawler) (Spider, error) {
 // WrapHandler implements Spider.
 func (m *URLLength) WrapHandler(next Handler) Handler {
 	return HandlerFunc(func(ctx context.Context, res *spider.Response, out spider.Output) error {
-		return next.Handle(ctx, res, &OutputHooks{Next: out, OnRequest: func(r *spider.Request) *spider.Request {
-			if n := len(r.URL.String()); n > m.limit {
-				if m.stats != nil {
-					m.stats.Inc("urllength/request_ignored_count", 1)
-				}
-				m.log.Debug().Int("length", n).Int("limit", m.limit).Str("url", RedactedURL(r.URL)).
-					Msg("ignoring link: URL longer than URLLENGTH_LIMIT")
-				return nil
-			}
-			return r
-		}})
+		return next.Handle(ctx, res, hook(out, urlLengthHook{m}))
 	})
+}
+
+// urlLengthHook drops the requests whose URL is longer than the limit.
+type urlLengthHook struct{ m *URLLength }
+
+func (h urlLengthHook) onRequest(r *spider.Request) *spider.Request {
+	m := h.m
+	if n := len(r.URL.String()); n > m.limit {
+		if m.stats != nil {
+			m.stats.Inc("urllength/request_ignored_count", 1)
+		}
+		m.log.Debug().Int("length", n).Int("limit", m.limit).Str("url", RedactedURL(r.URL)).
+			Msg("ignoring link: URL longer than URLLENGTH_LIMIT")
+		return nil
+	}
+	return r
 }
