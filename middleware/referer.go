@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -79,19 +80,26 @@ func (h refererHook) onRequest(r *spider.Request) *spider.Request {
 
 // pageReferrer is the page a request was found on, with the two referrer
 // values a policy can give for it (the URL without credentials and
-// fragment, and its origin), computed once per page and shared by all the
-// requests of that page.
+// fragment, and its origin), computed for the page's first request and
+// shared by all the others: most pages of a large crawl link to nothing
+// new, and pay nothing.
 type pageReferrer struct {
 	url          *url.URL
+	once         sync.Once
 	full, origin string
 }
 
-func newPageReferrer(u *url.URL) *pageReferrer {
-	p := &pageReferrer{url: u}
-	if u != nil && (u.Scheme == "http" || u.Scheme == "https") {
-		p.full, p.origin = stripURL(u), u.Scheme+"://"+u.Host+"/"
-	}
-	return p
+func newPageReferrer(u *url.URL) *pageReferrer { return &pageReferrer{url: u} }
+
+// values returns the page's two referrer values ("" for a page that is not
+// http or https).
+func (p *pageReferrer) values() (full, origin string) {
+	p.once.Do(func() {
+		if u := p.url; u != nil && (u.Scheme == "http" || u.Scheme == "https") {
+			p.full, p.origin = stripURL(u), u.Scheme+"://"+u.Host+"/"
+		}
+	})
+	return p.full, p.origin
 }
 
 // refererPolicy is a W3C referrer policy name.
@@ -123,7 +131,7 @@ func parseReferrerPolicy(s string) (refererPolicy, error) {
 // names that is known wins, as browsers do.
 func policyFromHeader(h http.Header) (refererPolicy, bool) {
 	var found refererPolicy
-	for _, v := range h.Values("Referrer-Policy") {
+	for _, v := range h["Referrer-Policy"] { // canonical: Values without canonicalizing
 		for _, tok := range strings.Split(v, ",") {
 			if p, err := parseReferrerPolicy(tok); err == nil && p != "" {
 				found = p
@@ -142,7 +150,7 @@ func (p refererPolicy) referrer(page *pageReferrer, to *url.URL) string {
 	}
 	sameOrigin := from.Scheme == to.Scheme && strings.EqualFold(spider.HostKey(from), spider.HostKey(to))
 	downgrade := from.Scheme == "https" && to.Scheme != "https"
-	full, origin := page.full, page.origin
+	full, origin := page.values()
 	switch p {
 	case "no-referrer":
 		return ""

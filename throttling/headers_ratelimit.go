@@ -69,21 +69,27 @@ const (
 // ParseRateLimit reads the RateLimit headers of h (see RateLimit). It
 // returns false when none holds anything usable.
 func ParseRateLimit(h http.Header) (RateLimit, bool) {
+	// The names are canonical, so h[name] is h.Values(name) without
+	// canonicalizing the name again on every response.
 	var rl RateLimit
 	ok := false
-	if v := h.Values(hdrRateLimit); len(v) > 0 {
+	if v := h[hdrRateLimit]; len(v) > 0 {
 		ok = parseStructuredRateLimit(v, &rl) || parseDictionaryRateLimit(v, &rl)
 	}
-	if v := h.Values(hdrRateLimitPolicy); len(v) > 0 {
+	if v := h[hdrRateLimitPolicy]; len(v) > 0 {
 		ok = parsePolicies(v, &rl) || ok
 	}
-	if n, good := ParseRateLimitReset(h.Get(hdrRateLimitRemaining)); good {
-		rl.Remaining, rl.HasRemaining, ok = n.Seconds(), true, true
+	if v := h[hdrRateLimitRemaining]; len(v) > 0 {
+		if n, good := ParseRateLimitReset(v[0]); good {
+			rl.Remaining, rl.HasRemaining, ok = n.Seconds(), true, true
+		}
 	}
-	if d, good := ParseRateLimitReset(h.Get(hdrRateLimitReset)); good {
-		rl.Reset, ok = d, true
+	if v := h[hdrRateLimitReset]; len(v) > 0 {
+		if d, good := ParseRateLimitReset(v[0]); good {
+			rl.Reset, ok = d, true
+		}
 	}
-	if v := h.Values(hdrRateLimitLimit); len(v) > 0 {
+	if v := h[hdrRateLimitLimit]; len(v) > 0 {
 		ok = parseLimit(v, &rl) || ok
 	}
 	return rl, ok

@@ -124,3 +124,20 @@ func TestDefaultManagerResponseBackoff(t *testing.T) {
 		})
 	}
 }
+
+// ParseRateLimit indexes the header map by these names, which is only
+// what Header.Values does when they are canonical.
+func TestRateLimitHeaderNamesAreCanonical(t *testing.T) {
+	for _, n := range []string{hdrRateLimit, hdrRateLimitPolicy, hdrRateLimitRemaining, hdrRateLimitReset, hdrRateLimitLimit} {
+		if c := http.CanonicalHeaderKey(n); c != n {
+			t.Errorf("%q is not canonical (%q)", n, c)
+		}
+	}
+	h := http.Header{}
+	h.Set("ratelimit-reset", "7")
+	h.Add("RATELIMIT-REMAINING", "3")
+	rl, ok := ParseRateLimit(h)
+	if !ok || rl.Reset != 7*time.Second || !rl.HasRemaining || rl.Remaining != 3 {
+		t.Fatalf("ParseRateLimit = %+v, %v", rl, ok)
+	}
+}
