@@ -93,6 +93,10 @@ type Throttler struct {
 	warned    map[string]bool          // robots.txt conflicts already logged
 	watchers  []func(scope string)
 	changed   chan struct{} // closed and replaced on every state change
+	// changedTaken: an Admit waits on changed, so the next state change
+	// closes it; with nobody waiting (the scheduler-gated path) there is
+	// no channel to make per request.
+	changedTaken bool
 }
 
 type scopeEntry struct {
@@ -470,8 +474,10 @@ func (t *Throttler) notifyLocked(scopes Scopes) {
 			w(s.Name)
 		}
 	}
-	close(t.changed)
-	t.changed = make(chan struct{})
+	if t.changedTaken {
+		close(t.changed)
+		t.changed, t.changedTaken = make(chan struct{}), false
+	}
 }
 
 type noSlotKey struct{}
@@ -508,6 +514,7 @@ func (t *Throttler) Admit(ctx context.Context, scopes Scopes) (time.Time, error)
 			return now, nil
 		}
 		changed := t.changed
+		t.changedTaken = true
 		t.mu.Unlock()
 		var timerC <-chan time.Time
 		var tm clock.Timer
