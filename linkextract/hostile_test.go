@@ -198,3 +198,25 @@ func FuzzLinks(f *testing.F) {
 		}
 	})
 }
+
+// hostilePage returns a page of n pieces of pathological markup:
+// unterminated comments and quotes, tags that never close, thousands of
+// "<a", scripts hiding "<!--<script>", entities in values.
+func hostilePage(n int) string {
+	pieces := []string{
+		`<a href="/p/1">one</a>`,
+		`<a <a <a href=/x `,
+		`<a title="unterminated `,
+		`"><!-- unterminated <a href=/c> `,
+		`--><script><!--<script>x</script><a href=/s></script>--></script>`,
+		`<a href='&amp;&lt;&#x41;&notit;&zz;'>e</a>`,
+		`<!DOCTYPE <!-- <? </ <a href=/d>`,
+		`<title>t &amp; <a href=/t></title><textarea>&amp;</textarea>`,
+		`<` + "\x00" + `a b=c d e="f` + "\r\n" + `">`,
+	}
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(pieces[i%len(pieces)])
+	}
+	return b.String()
+}
