@@ -38,10 +38,22 @@ import (
 // must not change it afterwards. Attribute values and texts are copies.
 func ScanDocument(body []byte, pageURL *url.URL) *Document {
 	d := &Document{page: pageURL, base: pageURL, flat: true, body: body}
-	d.elems = make([]elem, 0, 32)
-	z := scanner{b: body}
+	// Most attributes have a value: the count of '=' sizes the slabs.
+	est := min(max(bytes.Count(body, []byte{'='}), 4), 1024)
+	d.elems = make([]elem, 0, est)
 	var (
-		b        scanBuilder
+		attrBuf [8][2]span
+		valBuf  [256]byte
+		endBuf  [8]int
+		textBuf [128]byte
+	)
+	z := scanner{b: body, attr: attrBuf[:0]}
+	b := scanBuilder{
+		nodes: make([]html.Node, 0, 2*est), // elements, and a text node per <a>
+		attrs: make([]html.Attribute, 0, est),
+		vals:  valBuf[:0], ends: endBuf[:0], text: textBuf[:0],
+	}
+	var (
 		attrs    int32
 		baseSeen bool
 		anchor   *html.Node // the <a> whose text is being read
@@ -68,9 +80,16 @@ func ScanDocument(body []byte, pageURL *url.URL) *Document {
 				b.hasText = true
 			}
 		case tokStartTag, tokSelfClosingTag:
+			raw := body[z.data.start:z.data.end]
+			var a atom.Atom
+			var name []byte
 			var nb [maxTagName]byte
-			name := lowerName(body[z.data.start:z.data.end], &nb)
-			a := atom.Lookup(name)
+			if len(z.attr) > 0 {
+				name = lowerName(raw, &nb)
+				a = atom.Lookup(name)
+			} else {
+				a = anchorOrTitle(raw) // all that matters of a tag without attributes
+			}
 			if a == atom.Title && !d.titleSeen {
 				d.titleSeen, inTitle = true, tt == tokStartTag
 			}
@@ -89,8 +108,7 @@ func ScanDocument(body []byte, pageURL *url.URL) *Document {
 				anchor = n
 			}
 		case tokEndTag:
-			var nb [maxTagName]byte
-			switch atom.Lookup(lowerName(body[z.data.start:z.data.end], &nb)) {
+			switch anchorOrTitle(body[z.data.start:z.data.end]) {
 			case atom.Title:
 				inTitle = false
 			case atom.A:
@@ -98,6 +116,18 @@ func ScanDocument(body []byte, pageURL *url.URL) *Document {
 			}
 		}
 	}
+}
+
+// anchorOrTitle returns atom.A or atom.Title when the raw tag name is
+// "a" or "title" in any case, 0 otherwise.
+func anchorOrTitle(raw []byte) atom.Atom {
+	switch {
+	case len(raw) == 1 && raw[0]|0x20 == 'a':
+		return atom.A
+	case len(raw) == 5 && asciiEqualFold(raw, "title"):
+		return atom.Title
+	}
+	return 0
 }
 
 // scanBuilder makes the nodes of a scanned Document: nodes and attributes
@@ -118,7 +148,7 @@ type scanBuilder struct {
 // node returns a new node.
 func (b *scanBuilder) node() *html.Node {
 	if len(b.nodes) == cap(b.nodes) {
-		b.nodes = make([]html.Node, 0, 16)
+		b.nodes = make([]html.Node, 0, min(2*cap(b.nodes), 256))
 	}
 	b.nodes = b.nodes[:len(b.nodes)+1]
 	return &b.nodes[len(b.nodes)-1]
@@ -136,7 +166,7 @@ func (b *scanBuilder) element(z *scanner, a atom.Atom, name []byte) *html.Node {
 	}
 	k := len(z.attr)
 	if cap(b.attrs)-len(b.attrs) < k {
-		b.attrs = make([]html.Attribute, 0, max(32, k))
+		b.attrs = make([]html.Attribute, 0, max(min(2*cap(b.attrs), 256), k))
 	}
 	at := b.attrs[len(b.attrs) : len(b.attrs)+k : len(b.attrs)+k]
 	b.attrs = b.attrs[:len(b.attrs)+k]

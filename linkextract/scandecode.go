@@ -2,8 +2,6 @@ package linkextract
 
 import (
 	"bytes"
-	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -183,16 +181,15 @@ var commonEntities = map[string]string{
 	"mdash;": "—", "ndash;": "–", "laquo;": "«", "raquo;": "»",
 }
 
-// longestEntity is the length of the longest named reference, ';'
-// included ("CounterClockwiseContourIntegral;").
-const longestEntity = 32
-
-// entityCache holds the named references the tokenizer decoded (only those
-// it decoded, so it is bounded by the entity table).
-var entityCache sync.Map // string -> string
-
 // attrEntity returns what the named reference name (letters and digits,
-// perhaps a ';') stands for in an attribute value.
+// perhaps a ';') stands for in an attribute value: the entity whose name
+// is exactly name, if there is one. The table is x/net/html's own, read
+// through html.UnescapeString, which decodes in text mode: there, a name
+// that is no entity may start with one of the entities written without
+// ';' ("&notit;" is "¬it;"), which attribute mode does not do. Such a
+// match is told from an exact one by what follows the first rune: the rest
+// of the name (ASCII), where an exact match leaves nothing or the second
+// rune of a two-rune entity (a combining mark, never ASCII).
 func attrEntity(name []byte) (string, bool) {
 	if v, ok := commonEntities[string(name)]; ok {
 		return v, true
@@ -200,20 +197,18 @@ func attrEntity(name []byte) (string, bool) {
 	if len(name) > longestEntity {
 		return "", false
 	}
-	if v, ok := entityCache.Load(string(name)); ok {
-		return v.(string), true
-	}
-	// The entity table is x/net/html's own: its tokenizer decodes the
-	// reference alone in a value, where nothing follows it.
 	ref := "&" + string(name)
-	z := html.NewTokenizer(strings.NewReader(`<a x="` + ref + `">`))
-	if z.Next() != html.StartTagToken {
+	v := html.UnescapeString(ref)
+	if v == ref {
 		return "", false
 	}
-	_, v, _ := z.TagAttr()
-	if string(v) == ref {
-		return "", false
+	_, size := utf8.DecodeRuneInString(v)
+	if rest := v[size:]; rest != "" && isASCII(rest) {
+		return "", false // a shorter entity followed by letters
 	}
-	entityCache.Store(string(name), string(v))
-	return string(v), true
+	return v, true
 }
+
+// longestEntity is the length of the longest named reference, ';'
+// included ("CounterClockwiseContourIntegral;").
+const longestEntity = 32

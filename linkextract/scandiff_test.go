@@ -102,7 +102,7 @@ func FuzzScanMatchesTokenizer(f *testing.F) {
 		f.Add(p)
 	}
 	f.Add(page)
-	for _, p := range s1Pages(f, 3) {
+	for _, p := range s1Pages(f, 2) {
 		f.Add(string(p))
 	}
 	f.Fuzz(func(t *testing.T, body string) {
@@ -117,7 +117,7 @@ var hostileSeeds = []string{
 	`<base href="//x"><a href="javascript:x">`,
 	`<a href="%">`,
 	strings.Repeat(`<a href="/p/x1">x</a>`, 20),
-	hostilePage(2000),
+	hostilePage(40),
 }
 
 // s1Pages returns n pages of benchmark S1's site (4 KiB, 10 links each),

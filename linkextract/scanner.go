@@ -59,6 +59,10 @@ type scanner struct {
 	// textIsRaw: the current text token's entities are not decoded;
 	// convertNUL: its NUL bytes become U+FFFD.
 	textIsRaw, convertNUL bool
+	// work counts tokens and the names compared in looking for duplicate
+	// attributes: what grows faster than the page if anything does
+	// (TestScanHostileLinear).
+	work int
 }
 
 // readByte returns the next byte, or 0 and sets eof at the end of the page.
@@ -107,6 +111,7 @@ func (z *scanner) skipTo(c byte) bool {
 func (z *scanner) next() tokenKind {
 	z.start = z.p
 	z.data = span{z.p, z.p}
+	z.work++
 	if z.eof {
 		return tokError
 	}
@@ -360,18 +365,30 @@ func (z *scanner) readStartTag() tokenKind {
 	return tokStartTag
 }
 
-// rawTextElements are the elements whose start tag makes the next token
-// raw text (RCDATA for title and textarea).
-var rawTextElements = [...]string{"iframe", "noembed", "noframes", "noscript", "plaintext", "script", "style", "textarea", "title", "xmp"}
-
-// rawTextElement returns the name of the raw-text element the tag name is
-// (any case), or "".
+// rawTextElement returns the name of the element, lower-cased, when the
+// tag name (any case) is one whose start tag makes the next token raw text
+// (RCDATA for title and textarea), "" otherwise.
 func rawTextElement(name []byte) string {
 	if len(name) < 3 || len(name) > 9 {
 		return ""
 	}
-	for _, s := range rawTextElements {
-		if len(s) == len(name) && asciiEqualFold(name, s) {
+	var cands []string
+	switch name[0] | 0x20 {
+	case 'i':
+		cands = []string{"iframe"}
+	case 'n':
+		cands = []string{"noembed", "noframes", "noscript"}
+	case 'p':
+		cands = []string{"plaintext"}
+	case 's':
+		cands = []string{"script", "style"}
+	case 't':
+		cands = []string{"textarea", "title"}
+	case 'x':
+		cands = []string{"xmp"}
+	}
+	for _, s := range cands {
+		if asciiEqualFold(name, s) {
 			return s
 		}
 	}
@@ -432,6 +449,7 @@ func (z *scanner) readTag(save bool) {
 func (z *scanner) seen(k span) bool {
 	key := z.b[k.start:k.end]
 	if len(z.attr) < manyAttrs {
+		z.work += len(z.attr)
 		for _, a := range z.attr {
 			if asciiEqualFold(z.b[a[0].start:a[0].end], key) {
 				return true
@@ -447,6 +465,7 @@ func (z *scanner) seen(k span) bool {
 			z.names[string(lowerASCII(z.b[a[0].start:a[0].end]))] = struct{}{}
 		}
 	}
+	z.work++
 	s := string(lowerASCII(key))
 	if _, ok := z.names[s]; ok {
 		return true
