@@ -132,4 +132,3 @@ func ownedString(b []byte) string {
 	}
 	return unsafe.String(&b[0], len(b))
 }
-
