@@ -3,6 +3,7 @@ package linkextract
 import (
 	"bytes"
 	"net/url"
+	"sync"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -41,24 +42,20 @@ func ScanDocument(body []byte, pageURL *url.URL) *Document {
 	// Most attributes have a value: the count of '=' sizes the slabs.
 	est := min(max(bytes.Count(body, []byte{'='}), 4), 1024)
 	d.elems = make([]elem, 0, est)
-	var (
-		attrBuf [8][2]span
-		valBuf  [256]byte
-		endBuf  [8]int
-		textBuf [128]byte
-	)
-	z := scanner{b: body, attr: attrBuf[:0]}
+	sc := scratchPool.Get().(*scanScratch)
+	defer scratchPool.Put(sc)
+	z := scanner{b: body, attr: sc.attr[:0]}
 	b := scanBuilder{
 		nodes: make([]html.Node, 0, 2*est), // elements, and a text node per <a>
 		attrs: make([]html.Attribute, 0, est),
-		vals:  valBuf[:0], ends: endBuf[:0], text: textBuf[:0],
+		vals:  sc.vals[:0], ends: sc.ends[:0], text: sc.text[:0], tmp: sc.tmp[:0],
 	}
 	var (
 		attrs    int32
 		baseSeen bool
 		anchor   *html.Node // the <a> whose text is being read
 		inTitle  bool
-		title    []byte
+		title    = sc.title[:0]
 	)
 	for {
 		tt := z.next()
@@ -70,6 +67,7 @@ func ScanDocument(body []byte, pageURL *url.URL) *Document {
 			if d.titleSeen {
 				d.title = string(bytes.TrimSpace(title))
 			}
+			sc.keep(z.attr, b.vals, b.ends, b.text, b.tmp, title)
 			return d
 		case tokText:
 			switch {
@@ -128,6 +126,28 @@ func anchorOrTitle(raw []byte) atom.Atom {
 		return atom.Title
 	}
 	return 0
+}
+
+// scanScratch is the scratch space of a scan, reused from one page to the
+// next.
+type scanScratch struct {
+	attr                   [][2]span
+	vals, text, tmp, title []byte
+	ends                   []int
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scanScratch) }}
+
+// maxScratch is the largest buffer a scanScratch keeps for the next page.
+const maxScratch = 64 << 10
+
+// keep stores the buffers a scan grew, unless one grew too large to keep.
+func (sc *scanScratch) keep(attr [][2]span, vals []byte, ends []int, text, tmp, title []byte) {
+	if cap(attr) > maxScratch/16 || cap(vals) > maxScratch || cap(text) > maxScratch ||
+		cap(tmp) > maxScratch || cap(title) > maxScratch || cap(ends) > maxScratch/8 {
+		return
+	}
+	sc.attr, sc.vals, sc.ends, sc.text, sc.tmp, sc.title = attr, vals, ends, text, tmp, title
 }
 
 // scanBuilder makes the nodes of a scanned Document: nodes and attributes
