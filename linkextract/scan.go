@@ -10,7 +10,7 @@ import (
 )
 
 // ScanDocument prepares the UTF-8 HTML page body for link extraction
-// without building its tree. One pass of a scanner of its own over body
+// without building its tree. One pass of gocrawl's own scanner over body
 // (no copy of the page) keeps the elements that have attributes (the only
 // ones links come from), the text of each <a> (for Link.Text and
 // Options.RestrictText) and the first <title> (Document.Title); it jumps
