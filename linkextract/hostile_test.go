@@ -2,6 +2,7 @@ package linkextract
 
 import (
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -197,4 +198,92 @@ func FuzzLinks(f *testing.F) {
 			}
 		}
 	})
+}
+
+// hostilePage returns a page of n pieces of pathological markup:
+// unterminated comments and quotes, tags that never close, thousands of
+// "<a", scripts hiding "<!--<script>", entities in values.
+func hostilePage(n int) string {
+	pieces := []string{
+		`<a href="/p/1">one</a>`,
+		`<a <a <a href=/x `,
+		`<a title="unterminated `,
+		`"><!-- unterminated <a href=/c> `,
+		`--><script><!--<script>x</script><a href=/s></script>--></script>`,
+		`<a href='&amp;&lt;&#x41;&notit;&zz;'>e</a>`,
+		`<!DOCTYPE <!-- <? </ <a href=/d>`,
+		`<title>t &amp; <a href=/t></title><textarea>&amp;</textarea>`,
+		`<` + "\x00" + `a b=c d e="f` + "\r\n" + `">`,
+	}
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(pieces[i%len(pieces)])
+	}
+	return b.String()
+}
+
+// hostileLarge is a page of about 23*n bytes of pathological markup: the
+// pieces of hostilePage, one tag with n/4 distinct attribute names and
+// one with n/4 repeated ones, n "<a" in a row, scripts hiding
+// "<!--<script>", and an unterminated quote and comment at the end.
+func hostileLarge(n int) []byte {
+	var b strings.Builder
+	b.WriteString(hostilePage(n / 2))
+	b.WriteString("<a ")
+	for i := range n / 4 {
+		b.WriteString("d")
+		b.WriteString(itoa(i))
+		b.WriteString("=x ")
+	}
+	b.WriteString(">")
+	b.WriteString("<a " + strings.Repeat("<a ", n/4) + ">")
+	b.WriteString(strings.Repeat("<a", n))
+	b.WriteString(strings.Repeat("<script><!--<script>", n/20))
+	b.WriteString(`</script>--></script><a href="unterminated <!-- unterminated `)
+	return []byte(b.String())
+}
+
+// scanWork is the work count of the scanner over body.
+func scanWork(body []byte) int {
+	z := scanner{b: body}
+	for z.next() != tokError {
+	}
+	return z.work
+}
+
+// A page of megabytes of pathological markup is scanned in time linear in
+// its size: the allocations, the bytes allocated and the scanner's work
+// count (tokens, names compared) grow as the page does.
+func TestScanHostileLinear(t *testing.T) {
+	u, _ := url.Parse("https://example.com/")
+	type cost struct{ size, work, allocs, bytes float64 }
+	measure := func(body []byte) cost {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		allocs := testing.AllocsPerRun(1, func() { ScanDocument(body, u) })
+		runtime.ReadMemStats(&after)
+		return cost{float64(len(body)), float64(scanWork(body)), allocs, float64(after.TotalAlloc-before.TotalAlloc) / 2}
+	}
+	small, big := measure(hostileLarge(50000)), measure(hostileLarge(200000))
+	if big.size < 4<<20 {
+		t.Fatalf("the large page is %.0f bytes, want several MB", big.size)
+	}
+	t.Logf("small %+v\nbig   %+v", small, big)
+	grow := big.size / small.size
+	for _, c := range []struct {
+		what       string
+		small, big float64
+	}{{"work", small.work, big.work}, {"allocations", small.allocs, big.allocs}, {"bytes allocated", small.bytes, big.bytes}} {
+		if c.big > 1.25*grow*c.small {
+			t.Errorf("%s grow %.1fx for a page %.1fx as large", c.what, c.big/c.small, grow)
+		}
+	}
+	if big.work > big.size {
+		t.Errorf("work %.0f for a page of %.0f bytes", big.work, big.size)
+	}
+	// The scan reads the hostile page as the tokenizer does.
+	body := hostileLarge(2000)
+	if diff := docDiff(ScanDocument(body, u), scanDocumentTokenizer(body, u)); diff != "" {
+		t.Errorf("hostile page: %s", diff[:min(len(diff), 2000)])
+	}
 }
