@@ -222,26 +222,53 @@ func TestRedactedRequest(t *testing.T) {
 	}
 }
 
+// pdfHook drops PDF links: the hook of TestOutputHooksFollowAndDrop for
+// the built-in middlewares' hooked outputs.
+type pdfHook struct{}
+
+func (pdfHook) onRequest(r *spider.Request) *spider.Request {
+	if strings.HasSuffix(r.URL.Path, ".pdf") {
+		return nil
+	}
+	return r
+}
+
+// OutputHooks (for user middlewares) and hooked (the built-in ones) pass
+// items on, hook every request, including those of Follow and FollowAll,
+// and leave invalid links to the next Output, which reports them.
 func TestOutputHooksFollowAndDrop(t *testing.T) {
-	req := spider.MustRequest("http://127.0.0.1/dir/", nil)
-	res := &spider.Response{URL: req.URL, Status: 200, Request: req, Header: http.Header{}}
-	var out spider.Collector
-	h := &OutputHooks{Next: &out, OnRequest: func(r *spider.Request) *spider.Request {
-		if strings.HasSuffix(r.URL.Path, ".pdf") {
-			return nil
-		}
-		return r
-	}}
-	h.Follow(res, "a.html", nil)
-	h.FollowAll(res, []string{"b.pdf", "c.html", "mailto:x@y"}, nil)
-	if len(out.Requests) != 2 || out.Requests[0].URL.String() != "http://127.0.0.1/dir/a.html" || out.Requests[1].URL.Path != "/dir/c.html" {
-		t.Errorf("requests = %v", out.Requests)
-	}
-	if len(out.Errors) != 1 {
-		t.Errorf("invalid links reported = %v, want the mailto link", out.Errors)
-	}
-	if out.Requests[0].Depth != 1 {
-		t.Errorf("depth = %d, want 1", out.Requests[0].Depth)
+	for _, tc := range []struct {
+		name string
+		wrap func(next spider.Output) spider.Output
+	}{
+		{"OutputHooks", func(next spider.Output) spider.Output {
+			return &OutputHooks{Next: next, OnRequest: pdfHook{}.onRequest}
+		}},
+		{"hooked", func(next spider.Output) spider.Output { return hook(next, pdfHook{}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := spider.MustRequest("http://127.0.0.1/dir/", nil)
+			res := &spider.Response{URL: req.URL, Status: 200, Request: req, Header: http.Header{}}
+			var out spider.Collector
+			h := tc.wrap(&out)
+			h.Follow(res, "a.html", nil)
+			h.FollowAll(res, []string{"b.pdf", "c.html", "mailto:x@y"}, nil)
+			h.Request(nil)
+			h.Request(spider.MustRequest("http://127.0.0.1/d.pdf", nil))
+			h.Item("an item")
+			if len(out.Requests) != 2 || out.Requests[0].URL.String() != "http://127.0.0.1/dir/a.html" || out.Requests[1].URL.Path != "/dir/c.html" {
+				t.Errorf("requests = %v", out.Requests)
+			}
+			if len(out.Errors) != 1 {
+				t.Errorf("invalid links reported = %v, want the mailto link", out.Errors)
+			}
+			if out.Requests[0].Depth != 1 {
+				t.Errorf("depth = %d, want 1", out.Requests[0].Depth)
+			}
+			if len(out.Items) != 1 || out.Items[0] != "an item" {
+				t.Errorf("items = %v", out.Items)
+			}
+		})
 	}
 }
 

@@ -57,23 +57,35 @@ func (o *OutputHooks) Request(req *spider.Request) {
 
 // Follow implements spider.Output.
 func (o *OutputHooks) Follow(res *spider.Response, ref string, cb spider.Callback) {
+	followLink(o, o.Next, res, ref, cb)
+}
+
+// FollowAll implements spider.Output.
+func (o *OutputHooks) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
+	followAll(o, o.Next, res, refs, cb)
+}
+
+// followLink sends the request for ref through o.Request; an invalid link goes
+// to next instead, which fails again and reports it.
+func followLink(o, next spider.Output, res *spider.Response, ref string, cb spider.Callback) {
 	req, err := res.Follow(ref, cb)
 	if err != nil {
-		o.Next.Follow(res, ref, cb) // fails again and is reported there
+		next.Follow(res, ref, cb)
 		return
 	}
 	o.Request(req)
 }
 
-// FollowAll implements spider.Output.
-func (o *OutputHooks) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
+// followAll follows every link of refs as followLink does; refs of a type
+// spider.Links does not take go to next, which reports the type.
+func followAll(o, next spider.Output, res *spider.Response, refs any, cb spider.Callback) {
 	links, err := spider.Links(refs)
 	if err != nil {
-		o.Next.FollowAll(res, refs, cb) // reports the unsupported type
+		next.FollowAll(res, refs, cb)
 		return
 	}
 	for _, l := range links {
-		o.Follow(res, l, cb)
+		followLink(o, next, res, l, cb)
 	}
 }
 
@@ -112,22 +124,10 @@ func (o *hooked[H]) Request(req *spider.Request) {
 
 // Follow implements spider.Output.
 func (o *hooked[H]) Follow(res *spider.Response, ref string, cb spider.Callback) {
-	req, err := res.Follow(ref, cb)
-	if err != nil {
-		o.next.Follow(res, ref, cb) // fails again and is reported there
-		return
-	}
-	o.Request(req)
+	followLink(o, o.next, res, ref, cb)
 }
 
 // FollowAll implements spider.Output.
 func (o *hooked[H]) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
-	links, err := spider.Links(refs)
-	if err != nil {
-		o.next.FollowAll(res, refs, cb) // reports the unsupported type
-		return
-	}
-	for _, l := range links {
-		o.Follow(res, l, cb)
-	}
+	followAll(o, o.next, res, refs, cb)
 }
