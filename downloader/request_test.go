@@ -61,6 +61,12 @@ func TestNewHTTPRequestMatchesParsingTheString(t *testing.T) {
 			t.Errorf("%s: the spider request's URL changed to %s", tc.url, req.URL)
 		}
 	}
+	// A URL built by hand, not parsed: the request's scheme is what a parse
+	// of its string gives (lower case), and the spider's URL is left alone.
+	hand := &url.URL{Scheme: "HTTP", Host: "example.com:", Path: "/built"}
+	if got, err := newHTTPRequest(context.Background(), &spider.Request{URL: hand}, nil); err != nil || got.URL.Scheme != "http" || got.Host != "example.com" || hand.Scheme != "HTTP" {
+		t.Errorf("hand-built URL: %v %v (host %q), spider URL scheme now %q", got.URL, err, got.Host, hand.Scheme)
+	}
 	if _, err := newHTTPRequest(context.Background(), &spider.Request{URL: &url.URL{Scheme: "http", Host: "a"}, Method: "BAD METHOD"}, nil); err == nil {
 		t.Error("an invalid method was accepted")
 	}

@@ -20,9 +20,10 @@ import (
 // and <style>, RCDATA in <title> and <textarea>, attributes quoted or not,
 // duplicate names dropped), so that it reads the same tags, attribute
 // values (entities decoded, names lower-cased) and text as that tokenizer;
-// a fuzz test holds the two to the same output. It costs a fraction of a
-// parse into a tree and allocates little: a node per element with
-// attributes, one string for all of an element's values.
+// a fuzz test, a table of the states and every entity name hold the two
+// to the same output. It costs a fraction of a parse into a tree and
+// allocates little: slabs of nodes and attributes sized by what the page
+// holds, one string for all of an element's values.
 //
 // The elements of a scanned Document have no parent and no children but
 // their text (one text node per <a>). An extractor that needs the tree
@@ -39,8 +40,10 @@ import (
 // must not change it afterwards. Attribute values and texts are copies.
 func ScanDocument(body []byte, pageURL *url.URL) *Document {
 	d := &Document{page: pageURL, base: pageURL, flat: true, body: body}
-	// Most attributes have a value: the count of '=' sizes the slabs.
-	est := min(max(bytes.Count(body, []byte{'='}), 4), 1024)
+	// Most attributes have a value: the count of '=' sizes the slabs, up
+	// to 64 (the slabs grow as needed: a page's inline script may hold
+	// thousands of '=' and no element at all).
+	est := min(max(bytes.Count(body, []byte{'='}), 4), maxSlabGuess)
 	d.elems = make([]elem, 0, est)
 	sc := scratchPool.Get().(*scanScratch)
 	defer scratchPool.Put(sc)
@@ -166,6 +169,10 @@ type scanBuilder struct {
 }
 
 // node returns a new node.
+// maxSlabGuess bounds the first slabs of a scan (elements, attributes);
+// S1's pages need fewer.
+const maxSlabGuess = 64
+
 func (b *scanBuilder) node() *html.Node {
 	if len(b.nodes) == cap(b.nodes) {
 		b.nodes = make([]html.Node, 0, min(2*cap(b.nodes), 256))

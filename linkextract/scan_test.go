@@ -129,6 +129,8 @@ var tagNameCases = []string{
 }
 
 // FuzzTagName checks tagName against Tokenizer.TagName on every tag token.
+// tagName now serves the tokenizer-based reference scan only
+// (scanref_test.go): this keeps the reference honest.
 func FuzzTagName(f *testing.F) {
 	for _, p := range append(slices.Clone(scanPages), tagNameCases...) {
 		f.Add(p)
@@ -156,10 +158,11 @@ func FuzzTagName(f *testing.F) {
 	})
 }
 
-// ScanDocument keeps the attribute values TagAttr returns without copying
-// them (ownedString): that is right only while TagAttr returns a copy, not
-// a window on the tokenizer's buffer. A new x/net/html that changes this
-// fails here.
+// The tokenizer-based reference scan (scanref_test.go) keeps the
+// attribute values TagAttr returns without copying them (ownedString):
+// that is right only while TagAttr returns a copy, not a window on the
+// tokenizer's buffer. A new x/net/html that changes this fails here, and
+// the reference with it.
 func TestTagAttrReturnsACopy(t *testing.T) {
 	z := html.NewTokenizer(strings.NewReader(`<a href="/plain" class=c title='a &amp; b'>t</a>`))
 	if z.Next() != html.StartTagToken {

@@ -188,8 +188,10 @@ var commonEntities = map[string]string{
 // that is no entity may start with one of the entities written without
 // ';' ("&notit;" is "¬it;"), which attribute mode does not do. Such a
 // match is told from an exact one by what follows the first rune: the rest
-// of the name (ASCII), where an exact match leaves nothing or the second
-// rune of a two-rune entity (a combining mark, never ASCII).
+// of the name itself (ASCII, and the end of name), where an exact match
+// leaves nothing or the second rune of a two-rune entity (a combining mark,
+// or the "j" of "&fjlig;", which is not how that name ends).
+// TestAllEntitiesInAttributes checks every name of the table.
 func attrEntity(name []byte) (string, bool) {
 	if v, ok := commonEntities[string(name)]; ok {
 		return v, true
@@ -203,8 +205,8 @@ func attrEntity(name []byte) (string, bool) {
 		return "", false
 	}
 	_, size := utf8.DecodeRuneInString(v)
-	if rest := v[size:]; rest != "" && isASCII(rest) {
-		return "", false // a shorter entity followed by letters
+	if rest := v[size:]; rest != "" && isASCII(rest) && bytes.HasSuffix(name, []byte(rest)) {
+		return "", false // a shorter entity followed by the rest of the name
 	}
 	return v, true
 }

@@ -2,6 +2,9 @@ package linkextract
 
 import (
 	"fmt"
+	"net/url"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -182,4 +185,64 @@ func TestCommonEntities(t *testing.T) {
 func appendAttrValueString(s string) []byte {
 	out, _ := appendAttrValue(nil, []byte(s), nil)
 	return out
+}
+
+// Every name of x/net/html's entity table, in the shapes an attribute
+// value may hold it (alone, before '=', before letters, before a shorter
+// name's rest, twice), decodes as the tokenizer decodes it. A hand-picked
+// list missed "&fjlig;", the one two-rune entity whose second rune is
+// ASCII ("fj").
+func TestAllEntitiesInAttributes(t *testing.T) {
+	data, err := os.ReadFile("testdata/entity-names.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, name := range strings.Split(string(data), "\n") {
+		if name == "" || strings.HasPrefix(name, "#") {
+			continue
+		}
+		n++
+		for _, v := range []string{"&" + name, "&" + name + "=", "&" + name + "ab", "&" + name + "x;", "&" + name + "1;", "a&" + name + "&" + name} {
+			if got, want := string(appendAttrValueString(v)), tokenizerAttr(t, v); got != want {
+				t.Errorf("%q: %q, the tokenizer reads %q", v, got, want)
+			}
+		}
+	}
+	if n < 2000 {
+		t.Fatalf("read %d entity names, want the whole table", n)
+	}
+	checkScan(t, `<a href="/x&fjlig;y">t</a>`)
+}
+
+// A page of inline script holds many '=' and few elements: the scan's
+// slabs are sized by what it finds, not by the '=' (a guess of one slot
+// per '=' allocated hundreds of KB for such a page).
+func TestScanScriptHeavyPageAllocatesLittle(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("<html><head><script>")
+	for i := range 3000 {
+		fmt.Fprintf(&b, "var v%d = x%d == y ? a = 1 : b = 2;\n", i, i)
+	}
+	b.WriteString("</script></head><body>")
+	for i := range 20 {
+		fmt.Fprintf(&b, `<a href="/p/%d">page %d</a>`, i, i)
+	}
+	b.WriteString("</body></html>")
+	body := []byte(b.String())
+	u, _ := url.Parse("http://example.com/")
+	ScanDocument(body, u) // warm the scratch pool
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const runs = 20
+	for range runs {
+		if d := ScanDocument(body, u); len(d.elems) != 20 {
+			t.Fatalf("%d elements, want 20", len(d.elems))
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 48<<10 {
+		t.Errorf("a script-heavy page of %d KB with 20 links allocated %d bytes per scan, want under 48 KB", len(body)>>10, per)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -101,5 +102,39 @@ func TestGuardFrameSharedByTheChain(t *testing.T) {
 				t.Errorf("error %v (blamed %q), want %v blamed on %q", err, blamed, tt.wantWrapped, tt.wantBlame)
 			}
 		})
+	}
+}
+
+// The context that carries a guard frame is its parent in every other
+// way: values, deadline, cancellation and its cause reach it and the
+// contexts made from it.
+func TestGuardFrameContextIsItsParent(t *testing.T) {
+	type key struct{}
+	stop := errors.New("stopped for the test")
+	deadline := time.Now().Add(time.Hour)
+	parent, cancelDeadline := context.WithDeadline(context.WithValue(context.Background(), key{}, "v"), deadline)
+	defer cancelDeadline()
+	parent, cancel := context.WithCancelCause(parent)
+	ch := &guardChain{}
+	ctx, f := enterGuard(parent, ch, ch.newGuard())
+	if got := ctx.Value(ch); got != f {
+		t.Fatalf("frame = %v, want %v", got, f)
+	}
+	if ctx.Value(key{}) != "v" {
+		t.Error("the parent's value is lost")
+	}
+	if d, ok := ctx.Deadline(); !ok || !d.Equal(deadline) {
+		t.Errorf("deadline = %v %v", d, ok)
+	}
+	child, cancelChild := context.WithCancel(ctx)
+	defer cancelChild()
+	cancel(stop)
+	select { // at once: the child is registered with the parent's cancelCtx, not watched by a goroutine
+	case <-child.Done():
+	default:
+		t.Fatal("a context made from the frame's context was not cancelled with its parent")
+	}
+	if ctx.Err() != context.Canceled || context.Cause(ctx) != stop || context.Cause(child) != stop {
+		t.Errorf("err %v, cause %v, child's cause %v", ctx.Err(), context.Cause(ctx), context.Cause(child))
 	}
 }

@@ -264,11 +264,11 @@ func (r *Response) plainText() bool {
 
 // Title returns the text of the page's first <title>, white space trimmed
 // ("" when it has none). It reads the parsed tree when Doc was called
-// before; otherwise it reads the page with the tokenizer, without building
-// a tree, in the same pass that a CrawlSpider's rules use for links (so a
-// callback that needs only the title and the links never pays for a
-// parse). It returns Doc's error (wrapping ErrNotHTML) for a response that
-// is not HTML.
+// before; otherwise it scans the page (linkextract.ScanDocument), without
+// building a tree, in the same pass that a CrawlSpider's rules use for
+// links (so a callback that needs only the title and the links never pays
+// for a parse). It returns Doc's error (wrapping ErrNotHTML) for a
+// response that is not HTML.
 func (r *Response) Title() (string, error) {
 	d, err := r.scanDocument()
 	if err != nil {
