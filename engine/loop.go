@@ -44,10 +44,8 @@ func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
 	for {
 		l.takeStop()              // 0. a stop requested since the last turn
 		l.feedStarts()            // 1. start requests into the scheduler
+		l.flush()                 // 1b. what the turn recorded reaches the disk
 		wake := l.startRequests() // 2. start what slots, rate and scopes allow
-		if l.flush() {            // 2b. what the turn recorded reaches the disk
-			wake = l.startRequests() // the acknowledgements written free their places
-		}
 		if reason, ok := l.done(); ok {
 			return reason // 3. nothing queued or running (or stopped)
 		}
@@ -93,13 +91,8 @@ type loopState struct {
 	// slow the crawl down instead of piling up responses in memory.
 	maxActive int
 
-	inflight int // downloads holding a global slot
-	active   int // jobs not yet finished (download + callback)
-	// unflushed counts the acknowledgements recorded since the last flush
-	// (with a flusher): until they are written, their jobs count against
-	// maxActive as if unfinished.
-	unflushed int
-
+	inflight int    // downloads holding a global slot
+	active   int    // jobs not yet finished (download + callback)
 	stopping string // the stop's reason once one is under way
 
 	timer  clock.Timer      // wakes the loop for the scheduler or start rate
@@ -208,30 +201,23 @@ func (l *loopState) wantStarts() bool {
 	return !l.startsDone && l.stopping == "" && e.sched.Len() < l.lowWater && (e.shared == nil || e.shared.Seeding())
 }
 
-// flush is step 2b: with a scheduler whose storage groups its writes
+// flush is step 1b: with a scheduler whose storage groups its writes
 // (JOBDIR; a queue that spilled to disk, where nothing needs to last),
 // everything recorded since the last turn (the requests callbacks
 // produced, their fingerprints, the acknowledgements of finished jobs, the
-// start requests just fed) is committed as one write, right after the
-// turn's new jobs started, so that the write overlaps their downloads (the
-// store reads ahead from memory, and commits first whenever it must read
-// the disk). Writes reach Pebble in order, so a crash never keeps an
-// acknowledgement without the requests it implies; and as the jobs whose
-// acknowledgements are not written yet count against maxActive
-// (unflushed), a crash never loses more acknowledgements than maxActive,
-// as when each acknowledgement was written alone before anything new
-// started. It reports whether it wrote acknowledgements, which may let
-// more jobs start.
-func (l *loopState) flush() bool {
+// start requests just fed) is committed as one write before anything new
+// starts. Writes reach Pebble in order (the store may commit part of a
+// turn early, before it reads the disk), so a crash never keeps an
+// acknowledgement without the requests it implies, and never loses more
+// acknowledgements than there were jobs unfinished (maxActive), as when
+// each acknowledgement was written alone.
+func (l *loopState) flush() {
 	if l.flusher == nil {
-		return false
+		return
 	}
 	if err := l.flusher.Flush(l.ctx); err != nil {
 		l.e.fail(l.e.storageReason(err), fmt.Errorf("scheduler: writing the queue: %w", err))
 	}
-	released := l.unflushed > 0
-	l.unflushed = 0
-	return released
 }
 
 // startRequests is step 2: it starts as many requests as slots, start rate
@@ -279,7 +265,7 @@ func (l *loopState) startBatches(b scheduler.Batcher) time.Duration {
 			n = min(n, e.maxInflight-l.inflight)
 		}
 		if l.maxActive > 0 {
-			n = min(n, l.maxActive-l.active-l.unflushed)
+			n = min(n, l.maxActive-l.active)
 		}
 		jobs, w, err := b.NextN(l.ctx, e.clock.Now(), max(n, 1))
 		if err != nil {
@@ -303,13 +289,13 @@ func (l *loopState) startBatches(b scheduler.Batcher) time.Duration {
 
 // canStart reports whether a job may start: no stop under way, a global
 // slot (CONCURRENT_REQUESTS) free, and fewer than maxActive jobs
-// unfinished (or finished, with their acknowledgement not yet written). A Stop from a worker (CLOSESPIDER_*) cancels stopCtx at once,
+// unfinished. A Stop from a worker (CLOSESPIDER_*) cancels stopCtx at once,
 // so it is checked before every start, not only once per turn.
 func (l *loopState) canStart() bool {
 	e := l.e
 	return l.stopping == "" && e.stopCtx.Err() == nil &&
 		(e.maxInflight == 0 || l.inflight < e.maxInflight) &&
-		(l.maxActive == 0 || l.active+l.unflushed < l.maxActive)
+		(l.maxActive == 0 || l.active < l.maxActive)
 }
 
 // dispatch gives job to an idle worker, or to a new one.
@@ -406,9 +392,6 @@ func (l *loopState) handleEvents(ev event) {
 			// feed cannot be written) nothing more is acknowledged: those
 			// jobs' items may be lost, so a resumed job fetches them again.
 			if ev.ack && e.fatalErr() == nil {
-				if l.flusher != nil {
-					l.unflushed++
-				}
 				if err := e.sched.Done(l.ctx, ev.job); err != nil {
 					if errors.Is(err, pqueue.ErrStorage) {
 						// The job directory cannot be written (a full disk):
