@@ -6,18 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 )
-
-// selfCPU is this process's user + system time.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // clockTick is the unit of /proc/PID/stat's times (USER_HZ, 100 on Linux
 // for every architecture that matters here).

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/bench/scenario"
+	"github.com/gocrawl/gocrawl/internal/cputime"
 	"github.com/gocrawl/gocrawl/internal/simsite"
 )
 
@@ -150,7 +151,7 @@ type goSite struct {
 	sc   scenario.Scenario
 	srv  *simsite.Server
 	urls map[string]string
-	cpu0 time.Duration // selfCPU when the site was up
+	cpu0 time.Duration // the process's CPU time when the site was up
 }
 
 func startGo(sc scenario.Scenario) (*goSite, error) {
@@ -164,7 +165,7 @@ func startGo(sc scenario.Scenario) (*goSite, error) {
 		// web: an IP literal is a different kind of throttling scope.
 		urls[h] = strings.Replace(srv.URL(h), "127.0.0.1", "localhost", 1)
 	}
-	return &goSite{sc: sc, srv: srv, urls: urls, cpu0: selfCPU()}, nil
+	return &goSite{sc: sc, srv: srv, urls: urls, cpu0: cputime.Process()}, nil
 }
 
 func (g *goSite) URLs() map[string]string { return g.urls }
@@ -174,7 +175,7 @@ func (g *goSite) Stats() (map[string]simsite.HostStats, error) { return g.srv.St
 // Served renders the pages again (in process, as nginx mode writes them)
 // to count them: only for static scenarios, whose pages are the whole site.
 func (g *goSite) Served() (served, error) {
-	s := served{CPUSeconds: (selfCPU() - g.cpu0).Seconds()}
+	s := served{CPUSeconds: (cputime.Process() - g.cpu0).Seconds()}
 	if err := g.sc.Static(); err != nil {
 		return s, err
 	}
