@@ -168,11 +168,11 @@ type scanBuilder struct {
 	hasText bool
 }
 
-// node returns a new node.
 // maxSlabGuess bounds the first slabs of a scan (elements, attributes);
 // S1's pages need fewer.
 const maxSlabGuess = 64
 
+// node returns a new node.
 func (b *scanBuilder) node() *html.Node {
 	if len(b.nodes) == cap(b.nodes) {
 		b.nodes = make([]html.Node, 0, min(2*cap(b.nodes), 256))
@@ -234,21 +234,9 @@ const maxTagName = 24
 func lowerName(raw []byte, buf *[maxTagName]byte) []byte {
 	if len(raw) > len(buf) || bytes.IndexByte(raw, 0) >= 0 {
 		s := bytes.ReplaceAll(raw, []byte{0}, []byte("\ufffd"))
-		for i, c := range s {
-			if 'A' <= c && c <= 'Z' {
-				s[i] = c + 'a' - 'A'
-			}
-		}
-		return s
+		return lowerASCIIInto(s, s)
 	}
-	out := buf[:len(raw)]
-	for i, c := range raw {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		out[i] = c
-	}
-	return out
+	return lowerASCIIInto(buf[:len(raw)], raw)
 }
 
 // attrKey returns an attribute's name as Tokenizer.TagAttr returns it

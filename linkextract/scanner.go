@@ -475,15 +475,18 @@ func (z *scanner) seen(k span) bool {
 }
 
 // lowerASCII returns a lower-cased copy of b.
-func lowerASCII(b []byte) []byte {
-	out := make([]byte, len(b))
-	for i, c := range b {
+func lowerASCII(b []byte) []byte { return lowerASCIIInto(make([]byte, len(b)), b) }
+
+// lowerASCIIInto writes src with ASCII letters lower-cased to dst, which
+// has src's length (it may be src itself), and returns dst.
+func lowerASCIIInto(dst, src []byte) []byte {
+	for i, c := range src {
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		out[i] = c
+		dst[i] = c
 	}
-	return out
+	return dst
 }
 
 // readTagName sets data to the tag's name; its first byte has been read.
