@@ -115,61 +115,32 @@ func appendAttrEntity(dst, s []byte) ([]byte, int) {
 }
 
 // numericEntity decodes the numeric reference ("&#65;", "&#x41") at the
-// start of s as the tokenizer does; n is 1 when there is none.
+// start of s; n is 1 when there is none. The reference's extent is found
+// here, its value by html.UnescapeString, which reads numeric references
+// alike in text and attribute values (Windows-1252 for 0x80 to 0x9F,
+// U+FFFD for 0, surrogates and values past U+10FFFF).
 func numericEntity(s []byte) (r rune, n int) {
-	if len(s) <= 2 {
-		return '&', 1
-	}
 	i := 2
-	hex := false
-	if c := s[i]; c == 'x' || c == 'X' {
-		hex = true
+	hex := len(s) > i && (s[i] == 'x' || s[i] == 'X')
+	if hex {
 		i++
 	}
 	i0 := i
-	x := rune(0)
-	for i < len(s) {
-		c := s[i]
-		var d, mult rune
-		switch {
-		case hex && '0' <= c && c <= '9':
-			d, mult = rune(c)-'0', 16
-		case hex && 'a' <= c && c <= 'f':
-			d, mult = rune(c)-'a'+10, 16
-		case hex && 'A' <= c && c <= 'F':
-			d, mult = rune(c)-'A'+10, 16
-		case !hex && '0' <= c && c <= '9':
-			d, mult = rune(c)-'0', 10
-		default:
-			goto done
-		}
-		if x <= 0x10FFFF {
-			x = mult*x + d
-		}
+	for i < len(s) && (hex && isHexDigit(s[i]) || !hex && '0' <= s[i] && s[i] <= '9') {
 		i++
 	}
-done:
 	if i == i0 {
 		return '&', 1
 	}
 	if i < len(s) && s[i] == ';' {
 		i++
 	}
-	switch {
-	case 0x80 <= x && x <= 0x9F:
-		x = windows1252[x-0x80]
-	case x == 0 || 0xD800 <= x && x <= 0xDFFF || x > 0x10FFFF:
-		x = '\uFFFD'
-	}
-	return x, i
+	r, _ = utf8.DecodeRuneInString(html.UnescapeString(string(s[:i])))
+	return r, i
 }
 
-// windows1252 is what the numeric references 0x80 to 0x9F stand for.
-var windows1252 = [32]rune{
-	'\u20AC', '\u0081', '\u201A', '\u0192', '\u201E', '\u2026', '\u2020', '\u2021',
-	'\u02C6', '\u2030', '\u0160', '\u2039', '\u0152', '\u008D', '\u017D', '\u008F',
-	'\u0090', '\u2018', '\u2019', '\u201C', '\u201D', '\u2022', '\u2013', '\u2014',
-	'\u02DC', '\u2122', '\u0161', '\u203A', '\u0153', '\u009D', '\u017E', '\u0178',
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // commonEntities are the named references of URLs and titles, decoded

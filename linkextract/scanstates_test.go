@@ -169,7 +169,8 @@ func tokenizerAttr(t *testing.T, v string) string {
 // with the tokenizer.
 func TestCommonEntities(t *testing.T) {
 	names := []string{"notit;", "notin;", "not", "noti", "ampx", "amp;x", "lt;", "LT", "nLt;", "nLt", "NotEqualTilde;",
-		"semi;", "num;", "Aacute", "AElig;", "copysr;", "frac12", "frac12;", "frac123", "zz;", "x", "b", "a0;", "CounterClockwiseContourIntegral;"}
+		"semi;", "num;", "Aacute", "AElig;", "copysr;", "frac12", "frac12;", "frac123", "zz;", "x", "b", "a0;", "CounterClockwiseContourIntegral;",
+		"#65;", "#x41", "#X41;z", "#x80;", "#x9F", "#0;", "#xD800;", "#1114111;", "#1114112;", "#99999999999999;", "#x", "#;", "#"}
 	for k := range commonEntities {
 		names = append(names, k)
 	}
