@@ -203,30 +203,32 @@ func (r *run) do(bin string) error {
 		r.rssKB = ru.Maxrss
 	}
 
-	if _, err := io.WriteString(in, "stats\n"); err != nil {
+	if err := ask(in, out, "stats", &r.server); err != nil {
 		return err
 	}
-	line, err := out.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("site stats: %w", err)
-	}
-	if err := json.Unmarshal(line, &r.server); err != nil {
-		return fmt.Errorf("site stats: %w", err)
-	}
 	if r.sc.Static() == nil {
-		if _, err := io.WriteString(in, "served\n"); err != nil {
+		if err := ask(in, out, "served", &r.served); err != nil {
 			return err
-		}
-		line, err := out.ReadBytes('\n')
-		if err != nil {
-			return fmt.Errorf("site served: %w", err)
-		}
-		if err := json.Unmarshal(line, &r.served); err != nil {
-			return fmt.Errorf("site served: %w", err)
 		}
 	}
 	_, err = io.WriteString(in, "quit\n")
 	return err
+}
+
+// ask sends the site command cmd and decodes its one-line JSON answer
+// into v.
+func ask(in io.Writer, out *bufio.Reader, cmd string, v any) error {
+	if _, err := io.WriteString(in, cmd+"\n"); err != nil {
+		return err
+	}
+	line, err := out.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("site %s: %w", cmd, err)
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return fmt.Errorf("site %s: %w", cmd, err)
+	}
+	return nil
 }
 
 // medianS1 keeps, of the repeated S1 runs of each variant, the one with
