@@ -16,31 +16,29 @@ import (
 // different headers are duplicates (set DontFilter on the request to send
 // it anyway).
 func Of(req *spider.Request) Fingerprint {
-	method, cu := req.GetMethod(), CanonicalURL(req.URL)
+	method := req.GetMethod()
 	var fp Fingerprint
 	// The usual request (a GET of a URL of a few dozen bytes) is hashed in
-	// one call from a buffer on the stack; a large body is streamed. Both
-	// hash the same bytes: each field as its length (8 bytes, big endian)
-	// then its bytes.
+	// one call from a buffer on the stack, the canonical URL written into
+	// it in place; a large one is streamed. Both hash the same bytes: each
+	// field as its length (8 bytes, big endian) then its bytes.
 	var stack [256]byte
-	if n := 3*8 + len(method) + len(cu) + len(req.Body); n <= len(stack) {
-		buf := appendField(stack[:0], method)
-		buf = appendField(buf, cu)
+	buf := appendField(stack[:0], method)
+	at := len(buf)
+	buf = appendCanonicalURL(append(buf, make([]byte, 8)...), req.URL)
+	binary.BigEndian.PutUint64(buf[at:], uint64(len(buf)-at-8))
+	if len(buf)+8+len(req.Body) <= len(stack) {
 		buf = appendField(buf, string(req.Body))
 		sum := sha256.Sum256(buf)
 		copy(fp[:], sum[:])
 		return fp
 	}
 	h := sha256.New()
+	h.Write(buf)
 	var n [8]byte
-	write := func(b []byte) {
-		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
-	write([]byte(method))
-	write([]byte(cu))
-	write(req.Body)
+	binary.BigEndian.PutUint64(n[:], uint64(len(req.Body)))
+	h.Write(n[:])
+	h.Write(req.Body)
 	copy(fp[:], h.Sum(nil))
 	return fp
 }
@@ -57,27 +55,74 @@ func appendField(buf []byte, s string) []byte {
 // The path is kept as written, because servers may treat its case and
 // encoding as significant.
 func CanonicalURL(u *url.URL) string {
-	var b strings.Builder
-	b.WriteString(strings.ToLower(u.Scheme))
-	b.WriteString("://")
+	return string(appendCanonicalURL(make([]byte, 0, 64), u))
+}
+
+// appendCanonicalURL appends CanonicalURL(u) to dst.
+func appendCanonicalURL(dst []byte, u *url.URL) []byte {
+	scheme := strings.ToLower(u.Scheme)
+	dst = append(dst, scheme...)
+	dst = append(dst, "://"...)
 	if u.User != nil {
-		b.WriteString(u.User.String())
-		b.WriteByte('@')
+		dst = append(dst, u.User.String()...)
+		dst = append(dst, '@')
 	}
-	b.WriteString(spider.HostKey(&url.URL{Scheme: strings.ToLower(u.Scheme), Host: u.Host}))
+	dst = append(dst, spider.HostKey(&url.URL{Scheme: scheme, Host: u.Host})...)
 	path := u.EscapedPath()
 	if path == "" {
 		path = "/"
 	}
-	b.WriteString(path)
+	dst = append(dst, path...)
 	// An empty query ("?", "?&") is no query: "/?&" and "/" are one
 	// resource, and the canonical form must stay canonical when parsed
 	// again.
-	if q := sortedQuery(u.RawQuery); q != "" {
-		b.WriteByte('?')
-		b.WriteString(q)
+	if u.RawQuery == "" {
+		return dst
 	}
-	return b.String()
+	if canonicalQuery(u.RawQuery) {
+		dst = append(dst, '?')
+		return append(dst, u.RawQuery...)
+	}
+	if q := sortedQuery(u.RawQuery); q != "" {
+		dst = append(dst, '?')
+		dst = append(dst, q...)
+	}
+	return dst
+}
+
+// canonicalQuery reports whether raw is its own sortedQuery, without
+// allocating, for the usual query ("page=2", "a=1&b=2"): no empty pair, at
+// most one '=' per pair, only bytes that query escaping leaves alone (so
+// decoding and encoding again change nothing), pairs in order.
+func canonicalQuery(raw string) bool {
+	var prevK, prevV string
+	for i, rest := 0, raw; rest != ""; i++ {
+		p, next, _ := strings.Cut(rest, "&")
+		if p == "" || (next == "" && len(p) < len(rest)) {
+			return false // an empty pair, or a trailing '&'
+		}
+		k, v, _ := strings.Cut(p, "=")
+		if !unreservedOnly(k) || !unreservedOnly(v) {
+			return false
+		}
+		if i > 0 && (k < prevK || (k == prevK && v < prevV)) {
+			return false
+		}
+		prevK, prevV, rest = k, v, next
+	}
+	return true
+}
+
+// unreservedOnly reports whether s has only letters, digits and "-_.~",
+// the bytes url.QueryEscape keeps as they are.
+func unreservedOnly(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~') {
+			return false
+		}
+	}
+	return true
 }
 
 // sortedQuery sorts the key=value pairs of a raw query, keeping repeated
