@@ -76,8 +76,9 @@ func (b *Breaker) Do(what string, fn func() error) (err error) {
 			if !ok {
 				panic(v)
 			}
-			err = fmt.Errorf("%s: %w", what, e)
-			b.err.CompareAndSwap(nil, &err)
+			failed := fmt.Errorf("%s: %w", what, e)
+			b.err.CompareAndSwap(nil, &failed)
+			err = failed // a variable of its own: err stays on the stack
 		}
 	}()
 	return fn()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/pqueue"
+	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
 )
 
@@ -59,7 +60,11 @@ func (s *Store) queuePrefix(name string) []byte {
 }
 
 func (s *Store) queueKey(q *subq, prio int, id uint64) []byte {
-	k := make([]byte, 0, len(q.prefix)+16)
+	return appendQueueKey(make([]byte, 0, len(q.prefix)+16), q, prio, id)
+}
+
+// appendQueueKey appends the key of entry id of sub-queue q to k.
+func appendQueueKey(k []byte, q *subq, prio int, id uint64) []byte {
 	k = append(k, q.prefix...)
 	k = binary.BigEndian.AppendUint64(k, ^(uint64(int64(prio)) ^ (1 << 63)))
 	return binary.BigEndian.AppendUint64(k, id)
@@ -106,6 +111,11 @@ func decodeTime(b []byte) time.Time {
 
 // appendRecord writes the record header for info followed by the request.
 func appendRecord(b []byte, info pqueue.Info, req []byte) []byte {
+	return append(appendRecordHeader(b, info), req...)
+}
+
+// appendRecordHeader writes the record header for info.
+func appendRecordHeader(b []byte, info pqueue.Info) []byte {
 	b = append(b, recordVersion)
 	b = binary.AppendUvarint(b, uint64(len(info.Queue)))
 	b = append(b, info.Queue...)
@@ -121,11 +131,32 @@ func appendRecord(b []byte, info pqueue.Info, req []byte) []byte {
 		b = append(b, sc.Name...)
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(sc.Amount))
 	}
-	return append(b, req...)
+	return b
+}
+
+// appender is a codec that can encode into a buffer (jobdir.Codec can):
+// a Push then encodes into the store's scratch buffer.
+type appender interface {
+	Append(dst []byte, req *spider.Request) ([]byte, error)
+}
+
+// appendEntryRecord appends e's record (header and encoded request) to
+// dst. On error, nothing is stored.
+func (s *Store) appendEntryRecord(dst []byte, e *pqueue.Entry) ([]byte, error) {
+	b := appendRecordHeader(dst, e.Info)
+	if a, ok := s.codec.(appender); ok {
+		return a.Append(b, e.Req)
+	}
+	req, err := s.codec.Encode(e.Req)
+	if err != nil {
+		return dst, err
+	}
+	return append(b, req...), nil
 }
 
 // parseRecord returns the Info (without ID) and request bytes of a record.
-func parseRecord(b []byte) (pqueue.Info, []byte, error) {
+// Queue and scope names come from names (nil: new strings).
+func parseRecord(b []byte, names *names) (pqueue.Info, []byte, error) {
 	var info pqueue.Info
 	if len(b) == 0 || b[0] != recordVersion {
 		if len(b) == 0 {
@@ -139,7 +170,7 @@ func parseRecord(b []byte) (pqueue.Info, []byte, error) {
 		if w <= 0 || uint64(len(b)-w) < n {
 			return "", false
 		}
-		s := string(b[w : w+int(n)])
+		s := names.get(b[w : w+int(n)])
 		b = b[w+int(n):]
 		return s, true
 	}
@@ -187,4 +218,30 @@ func prefixEnd(p []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// names interns the queue and scope names of the records a store reads:
+// a crawl has few of them, and each record read would otherwise allocate
+// them again. At most maxNames are kept (per-request scopes can be many).
+type names struct{ m map[string]string }
+
+const maxNames = 1024
+
+// get returns b as a string, the same one for the same bytes while the
+// set has room.
+func (n *names) get(b []byte) string {
+	if n == nil {
+		return string(b)
+	}
+	if s, ok := n.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(n.m) < maxNames {
+		if n.m == nil {
+			n.m = make(map[string]string)
+		}
+		n.m[s] = s
+	}
+	return s
 }

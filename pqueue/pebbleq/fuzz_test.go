@@ -19,12 +19,12 @@ func FuzzParseRecord(f *testing.F) {
 	f.Add([]byte{recordVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add([]byte{recordVersion, 0, 0, 0, 0x80})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		info, req, err := parseRecord(b)
+		info, req, err := parseRecord(b, nil)
 		if err != nil {
 			return
 		}
 		again := appendRecord(nil, info, req)
-		info2, req2, err := parseRecord(again)
+		info2, req2, err := parseRecord(again, nil)
 		if err != nil || info2.Queue != info.Queue || info2.Priority != info.Priority || !bytes.Equal(req, req2) ||
 			len(info2.Scopes) != len(info.Scopes) {
 			t.Fatalf("re-encoded record differs: %+v / %+v (%v)", info, info2, err)

@@ -109,6 +109,10 @@ type Store struct {
 	delayed  int // entries in the delayed set
 	due      time.Time
 
+	names  names  // queue and scope names read back (codec.go)
+	valBuf []byte // a Push's record and key, until the batch copies them
+	keyBuf []byte
+
 	// GroupWrites: the writes not yet committed (write.go).
 	pend     *pebble.Batch
 	pendAcks int   // acknowledgements in pend
@@ -309,7 +313,7 @@ func (s *Store) fill(q *subq, limit int) error {
 			it.Close()
 			return err
 		}
-		info, _, err := parseRecord(val)
+		info, _, err := parseRecord(val, &s.names)
 		if err != nil {
 			it.Close()
 			return fmt.Errorf("%w: entry %d: %v", ErrCorrupt, id, err)
@@ -371,7 +375,7 @@ func (s *Store) Reserve(ctx context.Context, queue string) (pqueue.Entry, error)
 		return pqueue.Entry{}, err
 	}
 	it := q.buf[0]
-	_, reqBytes, err := parseRecord(it.val)
+	_, reqBytes, err := parseRecord(it.val, &s.names)
 	if err != nil {
 		return pqueue.Entry{}, fmt.Errorf("%w: entry %d: %v", ErrCorrupt, it.info.ID, err)
 	}
@@ -466,7 +470,7 @@ func (s *Store) PromoteDue(ctx context.Context, now time.Time) ([]pqueue.Info, e
 			iter.Close()
 			return nil, err
 		}
-		info, _, err := parseRecord(val)
+		info, _, err := parseRecord(val, &s.names)
 		if err != nil {
 			iter.Close()
 			return nil, fmt.Errorf("%w: delayed entry %d: %v", ErrCorrupt, id, err)

@@ -1,9 +1,11 @@
 package pebbleq
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -19,15 +21,18 @@ var _ pqueue.Flusher = (*Store)(nil)
 // Push implements pqueue.Store. A request the codec cannot encode is
 // rejected with the codec's error and nothing is stored.
 func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
-	reqBytes, err := s.codec.Encode(e.Req)
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.open {
 		return pqueue.ErrClosed
 	}
+	// The record and the key are built in scratch buffers: the batch
+	// copies them, and pushInLine keeps copies only of what it keeps.
+	val, err := s.appendEntryRecord(s.valBuf[:0], e)
+	if err != nil {
+		return err
+	}
+	s.valBuf = val[:0]
 	if err := s.writable("push"); err != nil {
 		return err
 	}
@@ -45,12 +50,12 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 	}
 	info := e.Info
 	info.ID = pqueue.ID(id)
-	val := appendRecord(nil, info, reqBytes)
 	var key []byte
 	if !info.NotBefore.IsZero() {
 		key = s.delayedKey(info.NotBefore, id)
 	} else {
-		key = s.queueKey(s.subq(info.Queue), info.Priority, id)
+		key = appendQueueKey(s.keyBuf[:0], s.subq(info.Queue), info.Priority, id)
+		s.keyBuf = key[:0]
 	}
 	if err := b.Set(key, val, nil); err != nil {
 		return s.broken("push", err)
@@ -86,8 +91,20 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 		s.delayed++
 		return nil
 	}
-	s.inLine(s.subq(info.Queue), &item{key: key, info: info, val: val})
+	s.pushInLine(s.subq(info.Queue), key, info, val)
 	return nil
+}
+
+// pushInLine is inLine for a pushed entry, whose key and record are
+// scratch buffers: they are copied only when the entry joins the
+// read-ahead buffer.
+func (s *Store) pushInLine(q *subq, key []byte, info pqueue.Info, val []byte) {
+	if q.cursor == nil || bytes.Compare(key, q.cursor) > 0 {
+		q.n++
+		s.waiting++
+		return // on disk beyond what was read; a refill finds it
+	}
+	s.inLine(q, &item{key: slices.Clone(key), info: info, val: slices.Clone(val)})
 }
 
 // Ack implements pqueue.Store: the entry is deleted from disk (with
