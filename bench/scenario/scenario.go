@@ -34,8 +34,9 @@ type Scenario struct {
 type Variant struct {
 	// Name labels the variant in the table ("gocrawl", "colly", ...).
 	Name string
-	// Crawler is "gocrawl", "colly" or "bare" (a net/http fetch loop with
-	// a regexp link scan: the ceiling the others are measured against).
+	// Crawler is "gocrawl", "colly", "bare" (a net/http fetch loop with a
+	// regexp link scan: the ceiling the others are measured against) or
+	// "bare-fasthttp" (the same loop on fasthttp's client).
 	Crawler string
 	// Settings are the gocrawl settings over its defaults.
 	Settings map[string]any
@@ -105,6 +106,10 @@ func All() []Scenario {
 				{Name: "gocrawl-follow-nospill", Crawler: "gocrawl", Spider: "follow", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0, "SCHEDULER_MEMORY_MAX_REQUESTS": 0})},
 				{Name: "gocrawl-follow-jobdir", Crawler: "gocrawl", Spider: "follow", JobDir: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 				{Name: "colly", Crawler: "colly"},
+				// The bare loop on fasthttp's client instead of net/http's
+				// (-variants bare-fasthttp): how much of the bare loop's
+				// cost is its HTTP client.
+				{Name: "bare-fasthttp", Crawler: "bare-fasthttp"},
 			},
 		},
 		{

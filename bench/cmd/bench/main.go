@@ -437,7 +437,7 @@ func table(runs []*run) []row {
 	return rows
 }
 
-var variantOrder = []string{"bare", "gocrawl", "gocrawl-follow", "gocrawl-follow-jobdir", "gocrawl-follow-nospill", "gocrawl-rampup", "colly"}
+var variantOrder = []string{"bare", "gocrawl", "gocrawl-follow", "gocrawl-follow-jobdir", "gocrawl-follow-nospill", "gocrawl-rampup", "colly", "bare-fasthttp"}
 
 // ratio is a column of the table: num's value over den's.
 type ratio struct{ name, num, den string }
@@ -449,6 +449,7 @@ var ratios = []ratio{
 	{"follow/colly", "gocrawl-follow", "colly"},
 	{"jobdir/memory", "gocrawl-follow-jobdir", "gocrawl-follow"},
 	{"spill/nospill", "gocrawl-follow", "gocrawl-follow-nospill"},
+	{"fasthttp/bare", "bare-fasthttp", "bare"},
 }
 
 // printTable prints the variants and ratios that have a value in some row.

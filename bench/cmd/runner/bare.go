@@ -16,13 +16,44 @@ import (
 // hrefRE is the bare loop's whole "parser": every double-quoted href.
 var hrefRE = regexp.MustCompile(`href="([^"]*)"`)
 
-// runBare crawls with the cheapest loop that still does the job: a
-// net/http client, the scenario's concurrency in goroutines, a regexp scan
+// getFunc downloads u's body into buf and returns the status code: the
+// one part of the bare loop that depends on the HTTP client.
+type getFunc func(ctx context.Context, u *url.URL, buf *bytes.Buffer) (status int, err error)
+
+// netHTTPGet returns the net/http client's getFunc (the one gocrawl's
+// downloader is built on) and a function closing its idle connections.
+func netHTTPGet(sc scenario.Scenario) (getFunc, func()) {
+	client := &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConns:        sc.Concurrency,
+			MaxIdleConnsPerHost: sc.Concurrency,
+			IdleConnTimeout:     90 * time.Second,
+		},
+	}
+	get := func(ctx context.Context, u *url.URL, buf *bytes.Buffer) (int, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		_, err = buf.ReadFrom(resp.Body)
+		return resp.StatusCode, err
+	}
+	return get, client.CloseIdleConnections
+}
+
+// runBare crawls with the cheapest loop that still does the job: an HTTP
+// client (get), the scenario's concurrency in goroutines, a regexp scan
 // for links, a set of seen URLs, and nothing else: no HTML parsing, no
-// politeness, no retries, no persistence. It is the ceiling the framework
-// is measured against (gocrawl/bare in the table), on the same machine in
-// the same run.
-func runBare(ctx context.Context, sc scenario.Scenario, starts []string, counter *progress) (Result, error) {
+// politeness, no retries, no persistence. With net/http it is the ceiling
+// the framework is measured against (gocrawl/bare in the table), on the
+// same machine in the same run.
+func runBare(ctx context.Context, sc scenario.Scenario, starts []string, counter *progress, get getFunc) (Result, error) {
 	var res Result
 	hosts := map[string]bool{}
 	for _, s := range starts {
@@ -32,15 +63,6 @@ func runBare(ctx context.Context, sc scenario.Scenario, starts []string, counter
 		}
 		hosts[u.Host] = true
 	}
-	client := &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{
-			MaxIdleConns:        sc.Concurrency,
-			MaxIdleConnsPerHost: sc.Concurrency,
-			IdleConnTimeout:     90 * time.Second,
-		},
-	}
-	defer client.CloseIdleConnections()
 
 	var (
 		mu       sync.Mutex
@@ -65,20 +87,12 @@ func runBare(ctx context.Context, sc scenario.Scenario, starts []string, counter
 	bufs := sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 	fetch := func(u *url.URL) (links []*url.URL, status int, err error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			return nil, 0, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, 0, err
-		}
-		defer resp.Body.Close()
 		buf := bufs.Get().(*bytes.Buffer)
 		defer bufs.Put(buf)
 		buf.Reset()
-		if _, err := buf.ReadFrom(resp.Body); err != nil {
-			return nil, resp.StatusCode, err
+		status, err = get(ctx, u, buf)
+		if err != nil {
+			return nil, status, err
 		}
 		counter.addBytes(buf.Len())
 		for _, m := range hrefRE.FindAllSubmatch(buf.Bytes(), -1) {
@@ -92,7 +106,7 @@ func runBare(ctx context.Context, sc scenario.Scenario, starts []string, counter
 				links = append(links, abs)
 			}
 		}
-		return links, resp.StatusCode, nil
+		return links, status, nil
 	}
 
 	var wg sync.WaitGroup

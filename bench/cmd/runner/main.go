@@ -141,7 +141,11 @@ func run(name, variant, urlsJSON string, counter *progress) error {
 	case "colly":
 		res, err = runColly(ctx, sc, v, starts, counter)
 	case "bare":
-		res, err = runBare(ctx, sc, starts, counter)
+		get, closeIdle := netHTTPGet(sc)
+		res, err = runBare(ctx, sc, starts, counter, get)
+		closeIdle()
+	case "bare-fasthttp":
+		res, err = runBare(ctx, sc, starts, counter, fastHTTPGet(sc))
 	default:
 		err = fmt.Errorf("unknown crawler %q", v.Crawler)
 	}
