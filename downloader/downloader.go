@@ -216,6 +216,11 @@ func (d *Downloader) newTransport() *http.Transport {
 		// and every encoding (br included) is handled the same way.
 		DisableCompression: true,
 		TLSClientConfig:    tlsConfig,
+		// A response is read in chunks of up to 32 KB instead of net/http's
+		// 4 KB: the headers and a body of a few kilobytes come in one
+		// system call instead of two (a body larger than the buffer is
+		// read straight into the body's own buffer). 32 KB per connection.
+		ReadBufferSize: 32 << 10,
 	}
 }
 
