@@ -13,9 +13,9 @@ import (
 // BenchmarkFingerprint measures computing one request's fingerprint.
 func BenchmarkFingerprint(b *testing.B) {
 	for _, tt := range []struct{ name, url string }{
-		{"query", "https://Example.com:443/catalogue/page-2.html?b=2&a=1#top"}, // sorted and re-encoded
+		{"query", "https://Example.com:443/catalogue/page-2.html?b=2&a=1#top"},     // sorted and re-encoded
 		{"sorted", "http://localhost:41234/catalogue/page-2.html?page=2&sort=asc"}, // kept as it is
-		{"plain", "http://localhost:41234/page/12345"}, // a crawl's usual link
+		{"plain", "http://localhost:41234/page/12345"},                             // a crawl's usual link
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			r := spider.MustRequest(tt.url, nil)
