@@ -159,6 +159,15 @@ type Flusher interface {
 // by name (spider.FuncName, Request.CallbackName): a request whose callback
 // is a closure cannot be encoded and gives an error wrapping
 // spider.ErrNotMethod.
+//
+// A codec may also have the method
+//
+//	Append(dst []byte, req *spider.Request) ([]byte, error)
+//
+// (jobdir.Codec has): a store that finds it encodes into a buffer it
+// reuses instead of a new one per request. It must append exactly what
+// Encode returns and fail exactly when Encode fails; a codec that wraps
+// another and changes Encode must then change Append as well.
 type Codec interface {
 	// Encode returns the bytes of req.
 	Encode(req *spider.Request) ([]byte, error)

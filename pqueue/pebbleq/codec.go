@@ -109,11 +109,6 @@ func decodeTime(b []byte) time.Time {
 	return time.Unix(0, int64(binary.BigEndian.Uint64(b)^(1<<63))).UTC()
 }
 
-// appendRecord writes the record header for info followed by the request.
-func appendRecord(b []byte, info pqueue.Info, req []byte) []byte {
-	return append(appendRecordHeader(b, info), req...)
-}
-
 // appendRecordHeader writes the record header for info.
 func appendRecordHeader(b []byte, info pqueue.Info) []byte {
 	b = append(b, recordVersion)
@@ -134,8 +129,8 @@ func appendRecordHeader(b []byte, info pqueue.Info) []byte {
 	return b
 }
 
-// appender is a codec that can encode into a buffer (jobdir.Codec can):
-// a Push then encodes into the store's scratch buffer.
+// appender is a codec that can encode into a buffer (jobdir.Codec can;
+// see pqueue.Codec): a Push then encodes into the store's scratch buffer.
 type appender interface {
 	Append(dst []byte, req *spider.Request) ([]byte, error)
 }
@@ -222,13 +217,14 @@ func prefixEnd(p []byte) []byte {
 
 // names interns the queue and scope names of the records a store reads:
 // a crawl has few of them, and each record read would otherwise allocate
-// them again. At most maxNames are kept (per-request scopes can be many).
+// them again. It holds at most maxNames; when full it starts over, so the
+// names of a crawl's later hosts (or per-request scopes) are shared too.
 type names struct{ m map[string]string }
 
 const maxNames = 1024
 
-// get returns b as a string, the same one for the same bytes while the
-// set has room.
+// get returns b as a string: the same string for the same bytes, as long
+// as the set has not started over in between.
 func (n *names) get(b []byte) string {
 	if n == nil {
 		return string(b)
@@ -236,12 +232,12 @@ func (n *names) get(b []byte) string {
 	if s, ok := n.m[string(b)]; ok {
 		return s
 	}
-	s := string(b)
-	if len(n.m) < maxNames {
-		if n.m == nil {
-			n.m = make(map[string]string)
-		}
-		n.m[s] = s
+	if n.m == nil {
+		n.m = make(map[string]string)
+	} else if len(n.m) >= maxNames {
+		clear(n.m)
 	}
+	s := string(b)
+	n.m[s] = s
 	return s
 }

@@ -14,7 +14,7 @@ import (
 // or fails with an error, never panics; what parses encodes back to the
 // same bytes.
 func FuzzParseRecord(f *testing.F) {
-	f.Add(appendRecord(nil, pqueue.Info{Queue: "a.com", Priority: -3, NotBefore: time.Unix(1e9, 5),
+	f.Add(appendTestRecord(nil, pqueue.Info{Queue: "a.com", Priority: -3, NotBefore: time.Unix(1e9, 5),
 		Scopes: throttling.Scopes{{Name: "a.com", Amount: 1}, {Name: "quota", Amount: 2.5}}}, []byte("req")))
 	f.Add([]byte{recordVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add([]byte{recordVersion, 0, 0, 0, 0x80})
@@ -23,7 +23,7 @@ func FuzzParseRecord(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again := appendRecord(nil, info, req)
+		again := appendTestRecord(nil, info, req)
 		info2, req2, err := parseRecord(again, nil)
 		if err != nil || info2.Queue != info.Queue || info2.Priority != info.Priority || !bytes.Equal(req, req2) ||
 			len(info2.Scopes) != len(info.Scopes) {
@@ -36,4 +36,10 @@ func FuzzParseRecord(f *testing.F) {
 			}
 		}
 	})
+}
+
+// appendTestRecord writes the record header for info followed by the
+// request, as a Push does.
+func appendTestRecord(b []byte, info pqueue.Info, req []byte) []byte {
+	return append(appendRecordHeader(b, info), req...)
 }

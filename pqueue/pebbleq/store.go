@@ -258,14 +258,16 @@ func (s *Store) subq(name string) *subq {
 	return q
 }
 
-// inLine counts it as waiting in q, buffering it when it sorts within the
-// part of q already read into memory.
-func (s *Store) inLine(q *subq, it *item) {
+// inLine counts the entry whose key is key as waiting in q, buffering it
+// (the item that keep returns) when it sorts within the part of q already
+// read into memory.
+func (s *Store) inLine(q *subq, key []byte, keep func() *item) {
 	q.n++
 	s.waiting++
-	if q.cursor == nil || bytes.Compare(it.key, q.cursor) > 0 {
+	if beyondCursor(q, key) {
 		return // on disk beyond what was read; a refill finds it
 	}
+	it := keep()
 	i, _ := slices.BinarySearchFunc(q.buf, it.key, func(a *item, k []byte) int { return bytes.Compare(a.key, k) })
 	q.buf = slices.Insert(q.buf, i, it)
 	s.buffered++
@@ -277,6 +279,13 @@ func (s *Store) inLine(q *subq, it *item) {
 		q.buf = q.buf[:keep]
 		q.cursor = q.buf[keep-1].key
 	}
+}
+
+// beyondCursor reports whether key is past what q's read-ahead buffer
+// covers (everything, when nothing was read): such an entry is found on
+// disk by the next refill instead of joining the buffer.
+func beyondCursor(q *subq, key []byte) bool {
+	return q.cursor == nil || bytes.Compare(key, q.cursor) > 0
 }
 
 // fill makes sure q's buffer holds its best entry when q has one, reading
@@ -408,7 +417,7 @@ func (s *Store) Nack(ctx context.Context, id pqueue.ID) error {
 		return fmt.Errorf("nack %d: %w", id, pqueue.ErrUnknownID)
 	}
 	q := s.subq(it.info.Queue)
-	if q.cursor != nil && bytes.Compare(it.key, q.cursor) <= 0 {
+	if !beyondCursor(q, it.key) {
 		if err := s.flushLocked(); err != nil {
 			return fmt.Errorf("pebbleq: nack %d: %w", id, err)
 		}
@@ -420,7 +429,7 @@ func (s *Store) Nack(ctx context.Context, id pqueue.ID) error {
 		closer.Close()
 	}
 	delete(s.reserved, id)
-	s.inLine(q, it)
+	s.inLine(q, it.key, func() *item { return it })
 	return nil
 }
 
@@ -494,7 +503,7 @@ func (s *Store) PromoteDue(ctx context.Context, now time.Time) ([]pqueue.Info, e
 	out := make([]pqueue.Info, len(moved))
 	for i, it := range moved {
 		s.delayed--
-		s.inLine(s.subq(it.info.Queue), it)
+		s.inLine(s.subq(it.info.Queue), it.key, func() *item { return it })
 		out[i] = it.info
 	}
 	if s.delayed > 0 {

@@ -1,6 +1,7 @@
 package pebbleq_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -226,5 +227,36 @@ func TestUnpersistableRequestRejected(t *testing.T) {
 	ok := spider.MustRequest("http://h.test/y", nil)
 	if err := s.Push(ctx, &pqueue.Entry{Info: pqueue.Info{Queue: "h.test"}, Req: ok}); err != nil {
 		t.Fatalf("the store does not go on after a rejection: %v", err)
+	}
+}
+
+// TestLargeRecordBufferNotKept: a push builds its record in a buffer the
+// store reuses, but one large request (a 1 MB POST body) does not stay in
+// memory for the store's life; the request itself is stored whole.
+func TestLargeRecordBufferNotKept(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, t.TempDir(), 0)
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	big := spider.MustRequest("http://h.test/upload", nil)
+	big.Method, big.Body = "POST", bytes.Repeat([]byte("b"), 1<<20)
+	small := spider.MustRequest("http://h.test/page", nil)
+	for _, r := range []*spider.Request{small, big} {
+		if err := s.Push(ctx, &pqueue.Entry{Info: pqueue.Info{Queue: "h.test"}, Req: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := pebbleq.ScratchCap(s.Store); n > 64<<10 {
+		t.Errorf("the store keeps a %d-byte record buffer after a 1 MB push", n)
+	}
+	for _, want := range []*spider.Request{small, big} {
+		e, err := s.Reserve(ctx, "h.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Req.URL.String() != want.URL.String() || !bytes.Equal(e.Req.Body, want.Body) {
+			t.Fatalf("reserved %s with a %d-byte body, want %s with %d", e.Req.URL, len(e.Req.Body), want.URL, len(want.Body))
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package pebbleq
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -27,7 +26,7 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 		return pqueue.ErrClosed
 	}
 	// The record and the key are built in scratch buffers: the batch
-	// copies them, and pushInLine keeps copies only of what it keeps.
+	// copies them, and inLine copies them only if it keeps the entry.
 	val, err := s.appendEntryRecord(s.valBuf[:0], e)
 	if err != nil {
 		return err
@@ -91,21 +90,19 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 		s.delayed++
 		return nil
 	}
-	s.pushInLine(s.subq(info.Queue), key, info, val)
+	// key and val are scratch buffers: copied only if the entry joins
+	// the read-ahead buffer.
+	s.inLine(s.subq(info.Queue), key, func() *item {
+		return &item{key: slices.Clone(key), info: info, val: slices.Clone(val)}
+	})
+	if cap(s.valBuf) > maxScratch {
+		s.valBuf = nil // a large request's record is not kept for the store's life
+	}
 	return nil
 }
 
-// pushInLine is inLine for a pushed entry, whose key and record are
-// scratch buffers: they are copied only when the entry joins the
-// read-ahead buffer.
-func (s *Store) pushInLine(q *subq, key []byte, info pqueue.Info, val []byte) {
-	if q.cursor == nil || bytes.Compare(key, q.cursor) > 0 {
-		q.n++
-		s.waiting++
-		return // on disk beyond what was read; a refill finds it
-	}
-	s.inLine(q, &item{key: slices.Clone(key), info: info, val: slices.Clone(val)})
-}
+// maxScratch is the largest record buffer a store keeps between pushes.
+const maxScratch = 64 << 10
 
 // Ack implements pqueue.Store: the entry is deleted from disk (with
 // GroupWrites, at the next flush). The deletion is a Pebble SingleDelete:
