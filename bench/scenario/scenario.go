@@ -106,9 +106,9 @@ func All() []Scenario {
 				{Name: "gocrawl-follow-nospill", Crawler: "gocrawl", Spider: "follow", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0, "SCHEDULER_MEMORY_MAX_REQUESTS": 0})},
 				{Name: "gocrawl-follow-jobdir", Crawler: "gocrawl", Spider: "follow", JobDir: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 				{Name: "colly", Crawler: "colly"},
-				// The bare loop on fasthttp's client instead of net/http's
-				// (-variants bare-fasthttp): how much of the bare loop's
-				// cost is its HTTP client.
+				// The bare loop on fasthttp's client instead of net/http's:
+				// how much of the bare loop's cost is its HTTP client
+				// (column bare-fasthttp, ratio fasthttp/bare).
 				{Name: "bare-fasthttp", Crawler: "bare-fasthttp"},
 			},
 		},
