@@ -46,6 +46,10 @@ type Variant struct {
 	// a[href] on every page, the work colly's OnHTML does), "follow" for
 	// the built-in follow spider (a CrawlSpider rule, and an item per page).
 	Spider string
+	// FastHTTP gives gocrawl's downloader a transport over fasthttp's
+	// client instead of net/http's (bench/cmd/runner/fasttransport.go):
+	// the framework unchanged, on a faster HTTP client.
+	FastHTTP bool
 	// JobDir runs gocrawl with a JOBDIR (a fresh temporary folder), so the
 	// queue, the seen set and the stats live in Pebble.
 	JobDir bool
@@ -110,6 +114,8 @@ func All() []Scenario {
 				// how much of the bare loop's cost is its HTTP client
 				// (column bare-fasthttp, ratio fasthttp/bare).
 				{Name: "bare-fasthttp", Crawler: "bare-fasthttp"},
+				// The follow crawl with that client under the downloader.
+				{Name: "gocrawl-follow-fasthttp", Crawler: "gocrawl", Spider: "follow", FastHTTP: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 			},
 		},
 		{

@@ -437,7 +437,7 @@ func table(runs []*run) []row {
 	return rows
 }
 
-var variantOrder = []string{"bare", "gocrawl", "gocrawl-follow", "gocrawl-follow-jobdir", "gocrawl-follow-nospill", "gocrawl-rampup", "colly", "bare-fasthttp"}
+var variantOrder = []string{"bare", "gocrawl", "gocrawl-follow", "gocrawl-follow-jobdir", "gocrawl-follow-nospill", "gocrawl-rampup", "colly", "bare-fasthttp", "gocrawl-follow-fasthttp"}
 
 // ratio is a column of the table: num's value over den's.
 type ratio struct{ name, num, den string }
@@ -450,6 +450,7 @@ var ratios = []ratio{
 	{"jobdir/memory", "gocrawl-follow-jobdir", "gocrawl-follow"},
 	{"spill/nospill", "gocrawl-follow", "gocrawl-follow-nospill"},
 	{"fasthttp/bare", "bare-fasthttp", "bare"},
+	{"follow-fasthttp/colly", "gocrawl-follow-fasthttp", "colly"},
 }
 
 // printTable prints the variants and ratios that have a value in some row.

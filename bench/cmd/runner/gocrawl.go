@@ -59,6 +59,9 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 		sp = f
 	}
 	opts := engine.Options{Observers: []engine.Observer{mon.Recorder(), countResponses{counter}}}
+	if v.FastHTTP {
+		opts.Transport = newFastTransport(sc.Concurrency)
+	}
 	if v.JobDir {
 		// As `gocrawl run -s JOBDIR=...` does: the caller opens the job
 		// directory and hands it to the engine.
