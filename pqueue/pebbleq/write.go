@@ -31,7 +31,9 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 	if err != nil {
 		return err
 	}
-	s.valBuf = val[:0]
+	if cap(val) <= maxScratch {
+		s.valBuf = val[:0] // a large request's record is not kept for the store's life
+	}
 	if err := s.writable("push"); err != nil {
 		return err
 	}
@@ -95,9 +97,6 @@ func (s *Store) Push(ctx context.Context, e *pqueue.Entry) error {
 	s.inLine(s.subq(info.Queue), key, func() *item {
 		return &item{key: slices.Clone(key), info: info, val: slices.Clone(val)}
 	})
-	if cap(s.valBuf) > maxScratch {
-		s.valBuf = nil // a large request's record is not kept for the store's life
-	}
 	return nil
 }
 
