@@ -25,24 +25,35 @@ import (
 // request beyond it fails); with the loop's Concurrency goroutines it is
 // never reached.
 func fastHTTPGet(sc scenario.Scenario) getFunc {
-	client := &fasthttp.Client{
-		MaxConnsPerHost: sc.Concurrency,
-		ReadTimeout:     30 * time.Second,
-		WriteTimeout:    30 * time.Second,
-	}
+	client := newFastClient(sc.Concurrency)
 	return func(ctx context.Context, u *url.URL, buf *bytes.Buffer) (int, error) {
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 		defer fasthttp.ReleaseRequest(req)
 		defer fasthttp.ReleaseResponse(resp)
 		req.SetRequestURI(u.String())
-		deadline, ok := ctx.Deadline()
-		if !ok {
-			deadline = time.Now().Add(30 * time.Second)
-		}
-		if err := client.DoDeadline(req, resp, deadline); err != nil {
+		if err := client.DoDeadline(req, resp, fastDeadline(ctx)); err != nil {
 			return 0, err
 		}
 		buf.Write(resp.Body())
 		return resp.StatusCode(), nil
 	}
+}
+
+// newFastClient is the fasthttp client of both fasthttp variants: at most
+// maxConns connections per host, 30 s timeouts as the net/http loop's.
+func newFastClient(maxConns int) *fasthttp.Client {
+	return &fasthttp.Client{
+		MaxConnsPerHost: maxConns,
+		ReadTimeout:     30 * time.Second,
+		WriteTimeout:    30 * time.Second,
+	}
+}
+
+// fastDeadline is ctx's deadline, or 30 s from now without one: fasthttp
+// is not cancelled through a context.
+func fastDeadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(30 * time.Second)
 }

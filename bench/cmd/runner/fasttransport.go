@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -19,12 +18,9 @@ import (
 type fastTransport struct{ c *fasthttp.Client }
 
 func newFastTransport(maxConns int) *fastTransport {
-	return &fastTransport{c: &fasthttp.Client{
-		MaxConnsPerHost:          maxConns,
-		ReadTimeout:              30 * time.Second,
-		WriteTimeout:             30 * time.Second,
-		NoDefaultUserAgentHeader: true, // the request's own (USER_AGENT)
-	}}
+	c := newFastClient(maxConns)
+	c.NoDefaultUserAgentHeader = true // the request's own (USER_AGENT)
+	return &fastTransport{c: c}
 }
 
 func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -48,12 +44,8 @@ func (t *fastTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		freq.SetBody(b)
 	}
-	deadline, ok := req.Context().Deadline()
-	if !ok {
-		deadline = time.Now().Add(30 * time.Second)
-	}
 	fres := fasthttp.AcquireResponse()
-	if err := t.c.DoDeadline(freq, fres, deadline); err != nil {
+	if err := t.c.DoDeadline(freq, fres, fastDeadline(req.Context())); err != nil {
 		fasthttp.ReleaseResponse(fres)
 		return nil, err
 	}
