@@ -52,7 +52,7 @@ func TestResponseReadInOneSystemCall(t *testing.T) {
 		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	}()
 
-	d := New(Options{})
+	d := newTestDownloader(t, Options{})
 	tr := d.client.Transport.(*http.Transport)
 	var reads atomic.Int64
 	dial := tr.DialContext

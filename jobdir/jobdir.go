@@ -119,7 +119,8 @@ type Options struct {
 	// "Sync policy"). What a process crash can lose keeps its bound: that
 	// of Job.LimitUnsynced, which writes Pebble's buffer out to the
 	// operating system whenever it holds too many acknowledgements, delay
-	// or not (within it, a kill typically repeats a few more requests). Negative values count as 0.
+	// or not (within it, a kill typically repeats a few more requests).
+	// Negative values count as 0.
 	SyncDelay time.Duration
 	// Clock drives the syncer's timers (SyncInterval, SyncDelay); nil
 	// means clock.Real. Tests pass a *clock.Fake.

@@ -66,9 +66,9 @@ func RedactedURL(u *url.URL) string {
 
 // guardChain is shared by the guards of one chain. A traversal of the
 // chain carries one guardFrame in its context (one allocation per request,
-// frame and context value together, not one per middleware), where each guard, by
-// its index, records the errors its next returned, so that it can tell
-// errors the middleware passed on from errors it made.
+// frame and context value together, not one per middleware), where each
+// guard, by its index, records the errors its next returned, so that it
+// can tell errors the middleware passed on from errors it made.
 type guardChain struct{ n int }
 
 // newGuard returns the index of a new guard of the chain.
