@@ -52,17 +52,37 @@ if [ -z "${CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 &&
 fi
 # -----------------------------------------------------------------------------
 
-go mod download
-echo "== go vet ./..."
-go vet ./...
+# Every step runs even when an earlier one fails, so that one failing
+# package does not hide whether the rest passes; the script lists the
+# failed steps and exits non-zero at the end.
+failed=()
+step() {
+	local name=$1
+	shift
+	echo "== $name"
+	if ! "$@"; then
+		echo "== FAILED: $name" >&2
+		failed+=("$name")
+	fi
+}
+
+# Every module the build and the tests need, into the module cache; the
+# tests that build generated projects offline (GOPROXY=off) find them there.
+step "go mod download" go mod download
+step "go vet ./..." go vet ./...
 # The rendering tests (package render) keep Chromium busy on every core; run
 # beside the other packages they would slow down the tests that compare
 # durations, so they run on their own, last.
-echo "== go test -race -count=1 -timeout 20m (every package but render)"
-go test -race -count=1 -timeout 20m $(go list ./... | grep -v '/render$')
-echo "== go test -race -count=1 -timeout 10m ./render"
-go test -race -count=1 -timeout 10m ./render
+step "go test -race -count=1 -timeout 20m (every package but render)" \
+	go test -race -count=1 -timeout 20m $(go list ./... | grep -v '/render$')
+step "go test -race -count=1 -timeout 10m ./render" go test -race -count=1 -timeout 10m ./render
 # Every fuzz target briefly (2s each; FUZZTIME=60s for a longer search):
 # the parsers of untrusted input get a fresh search on every run.
-echo "== scripts/fuzz.sh"
-./scripts/fuzz.sh
+step "scripts/fuzz.sh" ./scripts/fuzz.sh
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "scripts/test.sh: ${#failed[@]} step(s) failed:" >&2
+	printf '  - %s\n' "${failed[@]}" >&2
+	exit 1
+fi
+echo "scripts/test.sh: every step passed"

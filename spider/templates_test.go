@@ -55,20 +55,30 @@ func TestSpiderTemplatesCompile(t *testing.T) {
 	}
 	checks.WriteString("}\n")
 	writeFile(t, filepath.Join(dir, "spiders", "check.go"), []byte(checks.String()))
-	gomod := "module example.com/tmpl\n\ngo 1.26.0\n\nrequire github.com/gocrawl/gocrawl v0.0.0\n\nreplace github.com/gocrawl/gocrawl => " + root + "\n"
+	// The module requires what the checkout requires, so go vet finds
+	// every module it builds in the cache that `go mod download` filled;
+	// no go mod tidy, which would also want the test dependencies of our
+	// dependencies (absent from a new machine's cache).
+	rootMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod := strings.Replace(string(rootMod), "module github.com/gocrawl/gocrawl\n", "module example.com/tmpl\n", 1)
+	if gomod == string(rootMod) {
+		t.Fatal("go.mod of the checkout does not start with its module line")
+	}
+	gomod += "\nrequire github.com/gocrawl/gocrawl v0.0.0\n\nreplace github.com/gocrawl/gocrawl => " + root + "\n"
 	writeFile(t, filepath.Join(dir, "go.mod"), []byte(gomod))
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "go.sum"), sum)
-	for _, args := range [][]string{{"mod", "tidy"}, {"vet", "./..."}} {
-		cmd := exec.Command(goBin, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
+	cmd := exec.Command(goBin, "vet", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go vet: %v\n%s", err, out)
 	}
 }
 
