@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gocrawl/gocrawl/internal/gocrawlbin"
+	"github.com/gocrawl/gocrawl/devtools/gocrawlbin"
 )
 
 // binary is the gocrawl command built once for this test binary.

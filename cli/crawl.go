@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gocrawl/gocrawl/engine"
-	"github.com/gocrawl/gocrawl/feed"
+	"github.com/gocrawl/gocrawl/pipeline/feed"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )

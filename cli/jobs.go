@@ -14,9 +14,9 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/gocrawl/gocrawl/feed"
-	"github.com/gocrawl/gocrawl/jobdir"
-	"github.com/gocrawl/gocrawl/report"
+	"github.com/gocrawl/gocrawl/observe/report"
+	"github.com/gocrawl/gocrawl/persist/jobdir"
+	"github.com/gocrawl/gocrawl/pipeline/feed"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"

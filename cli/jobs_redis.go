@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/gocrawl/gocrawl/persist/redisjob"
 	"github.com/gocrawl/gocrawl/pqueue/redisq"
-	"github.com/gocrawl/gocrawl/redisjob"
 )
 
 // dialRedis connects for the jobs commands; an unreachable server is a

@@ -11,8 +11,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/engine"
-	"github.com/gocrawl/gocrawl/metrics"
-	"github.com/gocrawl/gocrawl/report"
+	"github.com/gocrawl/gocrawl/observe/metrics"
+	"github.com/gocrawl/gocrawl/observe/report"
 	"github.com/gocrawl/gocrawl/settings"
 )
 

@@ -17,8 +17,8 @@ import (
 
 	"github.com/creack/pty"
 
-	"github.com/gocrawl/gocrawl/internal/demosite"
-	"github.com/gocrawl/gocrawl/internal/simsite"
+	"github.com/gocrawl/gocrawl/devtools/demosite"
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 )
 
 // pageSite serves the pages fetch, view, parse and shell are tried on:

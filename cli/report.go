@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gocrawl/gocrawl/report"
+	"github.com/gocrawl/gocrawl/observe/report"
 )
 
 func init() { addCommand(reportCommand) }

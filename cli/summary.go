@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/engine"
-	"github.com/gocrawl/gocrawl/report"
+	"github.com/gocrawl/gocrawl/observe/report"
 )
 
 // summarySection adds lines to the end-of-crawl summary; tw is a tab

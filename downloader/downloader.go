@@ -40,9 +40,9 @@ import (
 	"github.com/andybalholm/brotli"
 	"github.com/rs/zerolog"
 
-	"github.com/gocrawl/gocrawl/dnscache"
+	"github.com/gocrawl/gocrawl/downloader/dnscache"
+	"github.com/gocrawl/gocrawl/downloader/netguard"
 	"github.com/gocrawl/gocrawl/errkind"
-	"github.com/gocrawl/gocrawl/netguard"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )

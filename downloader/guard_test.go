@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/gocrawl/gocrawl/dnscache"
-	"github.com/gocrawl/gocrawl/netguard"
+	"github.com/gocrawl/gocrawl/downloader/dnscache"
+	"github.com/gocrawl/gocrawl/downloader/netguard"
 	"github.com/gocrawl/gocrawl/spider"
 )
 

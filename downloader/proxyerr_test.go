@@ -7,8 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/gocrawl/gocrawl/devtools/testproxy"
 	"github.com/gocrawl/gocrawl/errkind"
-	"github.com/gocrawl/gocrawl/internal/testproxy"
 	"github.com/gocrawl/gocrawl/spider"
 )
 

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/downloader/netguard"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/middleware"
-	"github.com/gocrawl/gocrawl/netguard"
 	"github.com/gocrawl/gocrawl/scheduler"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"

@@ -60,13 +60,13 @@ import (
 
 	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/downloader"
-	"github.com/gocrawl/gocrawl/jobdir"
 	"github.com/gocrawl/gocrawl/middleware"
+	"github.com/gocrawl/gocrawl/observe/stats"
+	"github.com/gocrawl/gocrawl/persist/jobdir"
 	"github.com/gocrawl/gocrawl/pipeline"
 	"github.com/gocrawl/gocrawl/scheduler"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/stats"
 	"github.com/gocrawl/gocrawl/throttling"
 )
 

@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 
-	"github.com/gocrawl/gocrawl/jobdir"
+	"github.com/gocrawl/gocrawl/persist/reqcodec"
 	"github.com/gocrawl/gocrawl/pqueue/spillq"
 	"github.com/gocrawl/gocrawl/scheduler"
 )
@@ -83,7 +83,7 @@ func (e *Engine) spillStorage() (*scheduler.Storage, error) {
 	q, err := spillq.New(spillq.Options{
 		Limit: limit,
 		Dir:   e.set.String("SCHEDULER_SPILL_DIR"),
-		Codec: jobdir.Codec{Spider: e.sp},
+		Codec: reqcodec.Codec{Spider: e.sp},
 		Log:   e.log,
 	})
 	if err != nil {

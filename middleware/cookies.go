@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/net/publicsuffix"
 
-	"github.com/gocrawl/gocrawl/session"
+	"github.com/gocrawl/gocrawl/middleware/session"
 	"github.com/gocrawl/gocrawl/spider"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/stats"
 )
 
 func init() { RegisterSpider("Depth", newDepth) }

@@ -14,9 +14,9 @@ import (
 	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/middleware/httpcache"
+	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/stats"
 )
 
 func init() { RegisterDownloader("HttpCache", newHTTPCache) }

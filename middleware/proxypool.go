@@ -8,10 +8,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gocrawl/gocrawl/proxypool"
-	"github.com/gocrawl/gocrawl/session"
+	"github.com/gocrawl/gocrawl/middleware/proxypool"
+	"github.com/gocrawl/gocrawl/middleware/session"
+	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/stats"
 	"github.com/gocrawl/gocrawl/throttling"
 )
 

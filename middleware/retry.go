@@ -10,9 +10,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/errkind"
+	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/stats"
 )
 
 func init() { RegisterDownloader("Retry", newRetry) }

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/gocrawl/gocrawl/session"
+	"github.com/gocrawl/gocrawl/middleware/session"
+	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/stats"
 )
 
 func init() { RegisterDownloader("Sessions", newSessions) }

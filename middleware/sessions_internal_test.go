@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/gocrawl/gocrawl/session"
+	"github.com/gocrawl/gocrawl/middleware/session"
 	"github.com/gocrawl/gocrawl/spider"
 )
 

@@ -8,8 +8,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/clock"
-	"github.com/gocrawl/gocrawl/dupefilter"
 	"github.com/gocrawl/gocrawl/internal/registry"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"

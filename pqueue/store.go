@@ -164,7 +164,7 @@ type Flusher interface {
 //
 //	Append(dst []byte, req *spider.Request) ([]byte, error)
 //
-// (jobdir.Codec has): a store that finds it encodes into a buffer it
+// (reqcodec.Codec has): a store that finds it encodes into a buffer it
 // reuses instead of a new one per request. It must append exactly what
 // Encode returns and fail exactly when Encode fails; a codec that wraps
 // another and changes Encode must then change Append as well.

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocrawl/gocrawl/dupefilter"
 	"github.com/gocrawl/gocrawl/pqueue"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 	"github.com/gocrawl/gocrawl/spider"
 )
 

@@ -25,10 +25,10 @@ import (
 
 	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/internal/registry"
+	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/stats"
 	"github.com/gocrawl/gocrawl/throttling"
 )
 

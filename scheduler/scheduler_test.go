@@ -10,12 +10,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/clock"
-	"github.com/gocrawl/gocrawl/dupefilter"
+	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/scheduler"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/stats"
 	"github.com/gocrawl/gocrawl/throttling"
 )
 

@@ -3,9 +3,9 @@ package scheduler
 import (
 	"fmt"
 
-	"github.com/gocrawl/gocrawl/dupefilter"
 	"github.com/gocrawl/gocrawl/internal/registry"
 	"github.com/gocrawl/gocrawl/pqueue"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 )
 
 // Storage is where a scheduler keeps its pending requests and the

@@ -19,7 +19,7 @@ fi
 # --- Services and tools needed by the tests ---------------------------------
 # Installed here, so that CI (.ci/run) and a fresh developer machine get them
 # the same way. The tests start and stop their own servers on free loopback
-# ports (internal/redistest); nothing is left running.
+# ports (devtools/redistest); nothing is left running.
 
 # shellcheck source=scripts/as_root.sh
 . scripts/as_root.sh
@@ -42,7 +42,7 @@ fi
 # Headless Chromium renders pages in the rendering tests (package render,
 # which also looks for google-chrome-stable; RENDER_BROWSER_PATH points
 # gocrawl at another binary) and the HTML crawl report in the report tests
-# (internal/browsertest finds it as chromium, chromium-browser or
+# (devtools/browsertest finds it as chromium, chromium-browser or
 # google-chrome, or at $CHROMIUM). Debian and Ubuntu package it as chromium.
 if [ -z "${CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 &&
 	! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
@@ -74,8 +74,8 @@ step "go vet ./..." go vet ./...
 # beside the other packages they would slow down the tests that compare
 # durations, so they run on their own, last.
 step "go test -race -count=1 -timeout 20m (every package but render)" \
-	go test -race -count=1 -timeout 20m $(go list ./... | grep -v '/render$')
-step "go test -race -count=1 -timeout 10m ./render" go test -race -count=1 -timeout 10m ./render
+	go test -race -count=1 -timeout 20m $(go list ./... | grep -v '/downloader/render$')
+step "go test -race -count=1 -timeout 10m ./downloader/render" go test -race -count=1 -timeout 10m ./downloader/render
 # Every fuzz target briefly (2s each; FUZZTIME=60s for a longer search):
 # the parsers of untrusted input get a fresh search on every run.
 step "scripts/fuzz.sh" ./scripts/fuzz.sh

@@ -7,8 +7,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/settings"
-	"github.com/gocrawl/gocrawl/stats"
 )
 
 // Crawler is what a running crawl exposes to spiders, middlewares, pipelines

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/gocrawl/gocrawl/linkextract"
+	"github.com/gocrawl/gocrawl/spider/linkextract"
 )
 
 // MetaRule is the meta key of a CrawlSpider's requests for rules with a

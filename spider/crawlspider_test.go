@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gocrawl/gocrawl/linkextract"
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/spider/linkextract"
 )
 
 // shop is a CrawlSpider as users write one: rules set in a constructor,

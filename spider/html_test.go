@@ -11,8 +11,8 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
-	"github.com/gocrawl/gocrawl/linkextract"
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/spider/linkextract"
 )
 
 type colly struct {

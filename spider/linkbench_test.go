@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 	"github.com/gocrawl/gocrawl/internal/cputime"
-	"github.com/gocrawl/gocrawl/internal/simsite"
-	"github.com/gocrawl/gocrawl/linkextract"
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/spider/linkextract"
 )
 
 // benchPages fetches pages of the site of benchmark S1 (bench/: 20,000

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding"
 
-	"github.com/gocrawl/gocrawl/linkextract"
+	"github.com/gocrawl/gocrawl/spider/linkextract"
 )
 
 // ErrNotHTML is returned by Response.Doc for bodies that are not HTML or

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gocrawl/gocrawl/linkextract"
+	"github.com/gocrawl/gocrawl/spider/linkextract"
 )
 
 const scanPage = `<!DOCTYPE html><html><head><title> Shop &amp; more </title></head><body>

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/clock"
-	"github.com/gocrawl/gocrawl/dnscache"
+	"github.com/gocrawl/gocrawl/downloader/dnscache"
 	"github.com/gocrawl/gocrawl/spider"
 )
 

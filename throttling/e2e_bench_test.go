@@ -1,7 +1,7 @@
 package throttling_test
 
 // Wall-clock forms of the fake-time end-to-end tests of e2e_fake_test.go:
-// the same crawls against internal/simsite over real sockets. What they
+// the same crawls against devtools/simsite over real sockets. What they
 // measure depends on the machine and its load, so they report it
 // (b.ReportMetric) instead of asserting it; run them with -benchtime=1x.
 
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocrawl/gocrawl/internal/simsite"
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 	"github.com/gocrawl/gocrawl/spider"
 )
 

@@ -9,7 +9,7 @@ package throttling_test
 // a rate measured in fake time is the same on an idle laptop and on a
 // loaded 2-core CI machine. (The engine's clock is clock.Real, which the
 // bubble fakes.) The wall-clock forms of these measurements, against
-// internal/simsite over real sockets, are benchmarks in e2e_bench_test.go.
+// devtools/simsite over real sockets, are benchmarks in e2e_bench_test.go.
 
 import (
 	"fmt"

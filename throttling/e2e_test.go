@@ -26,8 +26,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 	"github.com/gocrawl/gocrawl/engine"
-	"github.com/gocrawl/gocrawl/internal/simsite"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"

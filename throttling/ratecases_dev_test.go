@@ -10,8 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 	"github.com/gocrawl/gocrawl/engine"
-	"github.com/gocrawl/gocrawl/internal/simsite"
 )
 
 // TestRateCasesTable prints every case on fake time (GOCRAWL_RATE_TABLE=1),

@@ -1,7 +1,7 @@
 package throttling_test
 
 // The rate controller's end-to-end cases (issue 12): a crawl with the
-// defaults, concurrency 50, against internal/simsite hosts limited by a
+// defaults, concurrency 50, against devtools/simsite hosts limited by a
 // token bucket, judged from the site's records. runRateCase runs one case
 // either on fake time, in-process (a testing/synctest bubble and
 // simsite.NewLocal: exact and fast, the default test run), or on the wall
@@ -19,8 +19,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 	"github.com/gocrawl/gocrawl/engine"
-	"github.com/gocrawl/gocrawl/internal/simsite"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )

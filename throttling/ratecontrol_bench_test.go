@@ -2,7 +2,7 @@ package throttling_test
 
 // BenchmarkRateControl measures the rate controller's cases of issue 12 on
 // the wall clock, server-side: a crawl with the defaults (concurrency 50)
-// against internal/simsite on 127.0.0.1, 5 runs of each case side by side
+// against devtools/simsite on 127.0.0.1, 5 runs of each case side by side
 // (each with its own site and engine; the crawls are light), judged from
 // the site's records. Run it alone, with -benchtime 1x (about 20 minutes):
 //
@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocrawl/gocrawl/internal/simsite"
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 )
 
 const benchRuns = 5

@@ -1,7 +1,7 @@
 package throttling_test
 
 // The rate controller's cases of issue 12 end to end on fake time: the
-// real engine with the defaults (concurrency 50) against internal/simsite
+// real engine with the defaults (concurrency 50) against devtools/simsite
 // served in-process (simsite.NewLocal) inside a testing/synctest bubble,
 // judged from the site's records. Exact and fast (a minute-long crawl
 // takes a fraction of a second); the thresholds leave room for the
@@ -13,7 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/gocrawl/gocrawl/internal/simsite"
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 )
 
 func TestE2ERateControl(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/clock"
-	"github.com/gocrawl/gocrawl/dnscache"
+	"github.com/gocrawl/gocrawl/downloader/dnscache"
 	"github.com/gocrawl/gocrawl/internal/registry"
 	"github.com/gocrawl/gocrawl/settings"
 )

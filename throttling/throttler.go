@@ -39,7 +39,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/clock"
-	"github.com/gocrawl/gocrawl/dnscache"
+	"github.com/gocrawl/gocrawl/downloader/dnscache"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )

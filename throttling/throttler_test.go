@@ -10,8 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gocrawl/gocrawl/dnscache"
 	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/downloader/dnscache"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/spider"
 )

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gocrawl/gocrawl/internal/simsite"
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 )
 
 // Scenario is one benchmark situation.

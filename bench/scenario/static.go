@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gocrawl/gocrawl/internal/simsite"
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 )
 
 // Servers are the values of the bench's -server flag: who serves a
 // scenario's site.
 const (
-	// ServerGo is the simulated site (internal/simsite) in its own Go
+	// ServerGo is the simulated site (devtools/simsite) in its own Go
 	// process: every scenario, with its limits, latency and faults.
 	ServerGo = "go"
 	// ServerNginx is nginx serving the same pages written as static

@@ -8,12 +8,12 @@ package main
 
 import (
 	"github.com/gocrawl/gocrawl/cli"
+	"github.com/gocrawl/gocrawl/devtools/democmd"
 	"github.com/gocrawl/gocrawl/examples/books"
 	"github.com/gocrawl/gocrawl/examples/crawlspider"
 	"github.com/gocrawl/gocrawl/examples/onhtml"
 	"github.com/gocrawl/gocrawl/examples/quotes"
 	"github.com/gocrawl/gocrawl/examples/sitemapspider"
-	"github.com/gocrawl/gocrawl/internal/democmd"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/spiders/follow"
 )

@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gocrawl/gocrawl/linkextract"
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/spider/linkextract"
 )
 
 // DefaultStartURL is where the spider starts unless -a start_url is given.

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gocrawl/gocrawl/devtools/crawltest"
+	"github.com/gocrawl/gocrawl/devtools/demosite"
 	"github.com/gocrawl/gocrawl/examples/crawlspider"
-	"github.com/gocrawl/gocrawl/internal/crawltest"
-	"github.com/gocrawl/gocrawl/internal/demosite"
 )
 
 func books(t *testing.T, items []any) map[string]crawlspider.Book {

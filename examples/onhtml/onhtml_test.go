@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gocrawl/gocrawl/devtools/crawltest"
+	"github.com/gocrawl/gocrawl/devtools/demosite"
 	"github.com/gocrawl/gocrawl/examples/onhtml"
-	"github.com/gocrawl/gocrawl/internal/crawltest"
-	"github.com/gocrawl/gocrawl/internal/demosite"
 )
 
 func TestCrawlsDemoQuotes(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gocrawl/gocrawl/devtools/demosite"
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/examples/quotes"
-	"github.com/gocrawl/gocrawl/internal/demosite"
 	"github.com/gocrawl/gocrawl/pipeline"
 	"github.com/gocrawl/gocrawl/settings"
 )

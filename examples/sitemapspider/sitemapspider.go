@@ -15,8 +15,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/gocrawl/gocrawl/sitemap"
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/spider/sitemap"
 )
 
 // Book is the item: one book's detail page.

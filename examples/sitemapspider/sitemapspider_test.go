@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocrawl/gocrawl/devtools/crawltest"
+	"github.com/gocrawl/gocrawl/devtools/demosite"
 	"github.com/gocrawl/gocrawl/examples/sitemapspider"
-	"github.com/gocrawl/gocrawl/internal/crawltest"
-	"github.com/gocrawl/gocrawl/internal/demosite"
 )
 
 func TestCrawlsDemoBooksFromSitemaps(t *testing.T) {

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/internal/cputime"
-	"github.com/gocrawl/gocrawl/jobdir"
+	"github.com/gocrawl/gocrawl/persist/jobdir"
+	"github.com/gocrawl/gocrawl/persist/reqcodec"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/pqueue/pebbleq"
 	"github.com/gocrawl/gocrawl/spider"
@@ -51,7 +52,7 @@ func openSyncedStoreWith(b *testing.B, dir string, group bool) *jobStore {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: jobdir.Codec{Spider: &testSpider{}}, Prefix: jobdir.PrefixQueue, AfterWrite: j.Written, GroupWrites: group})
+	s, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: reqcodec.Codec{Spider: &testSpider{}}, Prefix: jobdir.PrefixQueue, AfterWrite: j.Written, GroupWrites: group})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func appendRecordHeader(b []byte, info pqueue.Info) []byte {
 	return b
 }
 
-// appender is a codec that can encode into a buffer (jobdir.Codec can;
+// appender is a codec that can encode into a buffer (reqcodec.Codec can;
 // see pqueue.Codec): a Push then encodes into the store's scratch buffer.
 type appender interface {
 	Append(dst []byte, req *spider.Request) ([]byte, error)

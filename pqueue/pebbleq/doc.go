@@ -13,7 +13,7 @@
 // notBefore' and id are big-endian, so Pebble's key order is exactly the
 // order in which entries are served. A record holds a versioned header
 // (queue, priority, not-before time, scopes with amounts) followed by the
-// request encoded by the store's pqueue.Codec (jobdir.Codec).
+// request encoded by the store's pqueue.Codec (reqcodec.Codec).
 //
 // Memory holds, per sub-queue, a count and a small read-ahead buffer of its
 // best entries (one entry for a sub-queue only looked at, up to

@@ -3,7 +3,7 @@ package pebbleq
 import (
 	"testing"
 
-	"github.com/gocrawl/gocrawl/dupefilter"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 )
 
 func fpOf(i int) dupefilter.Fingerprint {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/gocrawl/gocrawl/dupefilter"
 	"github.com/gocrawl/gocrawl/internal/pebblefatal"
 	"github.com/gocrawl/gocrawl/pqueue"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 )
 
 // Set is the dupefilter's fingerprint set kept in the job's Pebble

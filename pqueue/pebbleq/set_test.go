@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gocrawl/gocrawl/dupefilter"
-	"github.com/gocrawl/gocrawl/jobdir"
+	"github.com/gocrawl/gocrawl/persist/jobdir"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/pqueue/pebbleq"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 	"github.com/gocrawl/gocrawl/spider"
 )
 

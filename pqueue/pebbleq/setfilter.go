@@ -7,7 +7,7 @@ import (
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/gocrawl/gocrawl/dupefilter"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 )
 
 // This file is the Set's bloom filter: every fingerprint stored or added

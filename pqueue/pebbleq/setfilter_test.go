@@ -7,7 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/gocrawl/gocrawl/dupefilter"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 )
 
 // TestSetFilterGrows checks the Set's bloom filter against the disk: it

@@ -16,7 +16,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/rs/zerolog"
 
-	"github.com/gocrawl/gocrawl/jobdir"
+	"github.com/gocrawl/gocrawl/persist/jobdir"
+	"github.com/gocrawl/gocrawl/persist/reqcodec"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/pqueue/pebbleq"
 	"github.com/gocrawl/gocrawl/spider"
@@ -121,7 +122,7 @@ func TestSingleDeleteKeysSetOnce(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, uint64(len(fmt.Sprint(group)))))
 			db := openMisuseDB(t, dir, m)
 			open := func() *pebbleq.Store {
-				s, err := pebbleq.New(db, pebbleq.Options{Codec: jobdir.Codec{Spider: &testSpider{}}, Prefix: jobdir.PrefixQueue,
+				s, err := pebbleq.New(db, pebbleq.Options{Codec: reqcodec.Codec{Spider: &testSpider{}}, Prefix: jobdir.PrefixQueue,
 					GroupWrites: group, HeadBuffer: 4, MaxPendingBytes: 64 << 10})
 				if err != nil {
 					t.Fatal(err)
@@ -304,7 +305,7 @@ func TestResumeJobWrittenWithDelete(t *testing.T) {
 	if !j.Resumed() {
 		t.Fatal("the fixture was not resumed")
 	}
-	s, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: jobdir.Codec{Spider: &testSpider{}}, Prefix: jobdir.PrefixQueue, GroupWrites: true})
+	s, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: reqcodec.Codec{Spider: &testSpider{}}, Prefix: jobdir.PrefixQueue, GroupWrites: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ const idBlock = 1 << 14
 
 // Options configure a Store.
 type Options struct {
-	// Codec encodes requests (jobdir.Codec). Required.
+	// Codec encodes requests (reqcodec.Codec). Required.
 	Codec pqueue.Codec
 	// Prefix is the key prefix of the store inside the database
 	// (jobdir.PrefixQueue by default).

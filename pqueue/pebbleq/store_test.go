@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocrawl/gocrawl/jobdir"
+	"github.com/gocrawl/gocrawl/persist/jobdir"
+	"github.com/gocrawl/gocrawl/persist/reqcodec"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/pqueue/pebbleq"
 	"github.com/gocrawl/gocrawl/pqueue/storetest"
@@ -24,7 +25,7 @@ func (*testSpider) Parse(context.Context, *spider.Response, spider.Output) error
 	return nil
 }
 
-var _ pqueue.Codec = jobdir.Codec{}
+var _ pqueue.Codec = reqcodec.Codec{}
 
 // jobStore is a store together with the job that owns its database.
 type jobStore struct {
@@ -46,7 +47,7 @@ func openStoreWith(t testing.TB, dir string, o pebbleq.Options) *jobStore {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Codec, o.Prefix = jobdir.Codec{Spider: &testSpider{}}, jobdir.PrefixQueue
+	o.Codec, o.Prefix = reqcodec.Codec{Spider: &testSpider{}}, jobdir.PrefixQueue
 	s, err := pebbleq.New(j.DB(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -13,9 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/gocrawl/gocrawl/dupefilter"
-	"github.com/gocrawl/gocrawl/internal/redistest"
+	"github.com/gocrawl/gocrawl/devtools/redistest"
 	"github.com/gocrawl/gocrawl/pqueue/redisq"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
 )

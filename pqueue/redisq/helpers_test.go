@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/gocrawl/gocrawl/internal/redistest"
-	"github.com/gocrawl/gocrawl/jobdir"
+	"github.com/gocrawl/gocrawl/devtools/redistest"
+	"github.com/gocrawl/gocrawl/persist/reqcodec"
 	"github.com/gocrawl/gocrawl/pqueue/redisq"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -24,7 +24,7 @@ func (*testSpider) Parse(context.Context, *spider.Response, spider.Output) error
 	return nil
 }
 
-var codec = jobdir.Codec{Spider: &testSpider{}}
+var codec = reqcodec.Codec{Spider: &testSpider{}}
 
 var jobSeq atomic.Int64
 

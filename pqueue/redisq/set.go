@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/gocrawl/gocrawl/dupefilter"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 )
 
 // BloomFor returns the Bloom filter parameters for capacity fingerprints

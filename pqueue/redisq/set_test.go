@@ -7,8 +7,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/gocrawl/gocrawl/dupefilter"
 	"github.com/gocrawl/gocrawl/pqueue/redisq"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 )
 
 func fp(i int) dupefilter.Fingerprint {

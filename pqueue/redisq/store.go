@@ -25,7 +25,7 @@ type Options struct {
 	Client redis.UniversalClient
 	// Layout names the job's keys. Required.
 	Layout *Layout
-	// Codec encodes requests (jobdir.Codec). Required.
+	// Codec encodes requests (reqcodec.Codec). Required.
 	Codec pqueue.Codec
 	// Owner identifies this process in reservations (the worker ID): a
 	// store opened again with the same owner gets the reservations it

@@ -28,7 +28,7 @@ type Options struct {
 	// new sub-folder named gocrawl-spill-*, removed by Close. Empty means
 	// os.TempDir().
 	Dir string
-	// Codec encodes the spilled requests (jobdir.Codec). Required.
+	// Codec encodes the spilled requests (reqcodec.Codec). Required.
 	Codec pqueue.Codec
 	// Log receives the INFO line of the first spill and a summary at
 	// Close.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocrawl/gocrawl/jobdir"
+	"github.com/gocrawl/gocrawl/persist/reqcodec"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/pqueue/spillq"
 	"github.com/gocrawl/gocrawl/pqueue/storetest"
@@ -29,7 +29,7 @@ func (*testSpider) Parse(context.Context, *spider.Response, spider.Output) error
 func newStore(t testing.TB, o spillq.Options) *spillq.Store {
 	t.Helper()
 	if o.Codec == nil {
-		o.Codec = jobdir.Codec{Spider: &testSpider{}}
+		o.Codec = reqcodec.Codec{Spider: &testSpider{}}
 	}
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
@@ -56,8 +56,8 @@ func TestConformance(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	for _, o := range []spillq.Options{
-		{Limit: 0, Codec: jobdir.Codec{}},
-		{Limit: -1, Codec: jobdir.Codec{}},
+		{Limit: 0, Codec: reqcodec.Codec{}},
+		{Limit: -1, Codec: reqcodec.Codec{}},
 		{Limit: 10},
 	} {
 		if _, err := spillq.New(o); err == nil {

@@ -45,8 +45,8 @@ import (
 
 	"github.com/andybalholm/cascadia"
 
-	"github.com/gocrawl/gocrawl/linkextract"
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/spider/linkextract"
 )
 
 // Page is the item emitted for every response.

@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/bench/scenario"
-	"github.com/gocrawl/gocrawl/internal/simsite"
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 )
 
 // staggerBy separates the starts of the rate-limited runs.

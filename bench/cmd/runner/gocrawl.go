@@ -10,8 +10,8 @@ import (
 
 	"github.com/gocrawl/gocrawl/bench/scenario"
 	"github.com/gocrawl/gocrawl/engine"
-	"github.com/gocrawl/gocrawl/jobdir"
-	"github.com/gocrawl/gocrawl/metrics"
+	"github.com/gocrawl/gocrawl/observe/metrics"
+	"github.com/gocrawl/gocrawl/persist/jobdir"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/spiders/follow"

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/bench/scenario"
-	"github.com/gocrawl/gocrawl/jobdir"
+	"github.com/gocrawl/gocrawl/persist/jobdir"
 )
 
 // Result is what a runner reports; the server-side view (per-host status

@@ -2,8 +2,8 @@
 // own process, so the crawler being measured does not share CPU time or
 // memory accounting with the server.
 //
-// With -server go (the default) the site is internal/simsite. With -server
-// nginx the same pages, rendered by internal/simsite's own code, are
+// With -server go (the default) the site is devtools/simsite. With -server
+// nginx the same pages, rendered by devtools/simsite's own code, are
 // written as static files to a temporary folder and served by an nginx
 // process started (and stopped) by this command: only for static
 // scenarios (S1), see nginx.go for the configuration.
@@ -34,8 +34,8 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/bench/scenario"
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 	"github.com/gocrawl/gocrawl/internal/cputime"
-	"github.com/gocrawl/gocrawl/internal/simsite"
 )
 
 // site is a running site of either kind.
@@ -67,7 +67,7 @@ var errUsage = errors.New("usage")
 
 func main() {
 	name := flag.String("scenario", "", "scenario to serve (S1, S2, S3, S4-alone, S4-mixed)")
-	server := flag.String("server", scenario.ServerGo, "who serves the site: go (internal/simsite) or nginx (the same pages as static files; static scenarios only)")
+	server := flag.String("server", scenario.ServerGo, "who serves the site: go (devtools/simsite) or nginx (the same pages as static files; static scenarios only)")
 	var ng nginxOptions
 	flag.StringVar(&ng.bin, "nginx", "", "nginx binary (default: nginx on PATH, else /usr/sbin/nginx)")
 	flag.StringVar(&ng.workers, "nginx-workers", "1", "nginx worker_processes: a number or auto")

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/bench/scenario"
-	"github.com/gocrawl/gocrawl/internal/simsite"
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 )
 
 // nginxOptions are the command-line settings of the nginx mode.

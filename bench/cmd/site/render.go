@@ -5,7 +5,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/gocrawl/gocrawl/internal/simsite"
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 )
 
 // content is what a site holds: every generated page of every host.

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/gocrawl/gocrawl/bench/scenario"
-	"github.com/gocrawl/gocrawl/internal/simsite"
+	"github.com/gocrawl/gocrawl/devtools/simsite"
 )
 
 func TestParseStatus(t *testing.T) {

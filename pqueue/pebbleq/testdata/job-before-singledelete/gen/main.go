@@ -19,7 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gocrawl/gocrawl/jobdir"
+	"github.com/gocrawl/gocrawl/persist/jobdir"
+	"github.com/gocrawl/gocrawl/persist/reqcodec"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/pqueue/pebbleq"
 	"github.com/gocrawl/gocrawl/spider"
@@ -38,7 +39,7 @@ func main() {
 	ctx := context.Background()
 	j, err := jobdir.Open(dir, "test", jobdir.Options{SyncInterval: -1})
 	check(err)
-	s, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: jobdir.Codec{Spider: &testSpider{}}, Prefix: jobdir.PrefixQueue, GroupWrites: true})
+	s, err := pebbleq.New(j.DB(), pebbleq.Options{Codec: reqcodec.Codec{Spider: &testSpider{}}, Prefix: jobdir.PrefixQueue, GroupWrites: true})
 	check(err)
 	check(s.Open(ctx))
 	left := map[string]bool{}

@@ -1,0 +1,87 @@
+// Package crawltest runs a spider to the end against a local site and
+// collects its items, for the tests of example spiders.
+package crawltest
+
+import (
+	"context"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gocrawl/gocrawl/engine"
+	"github.com/gocrawl/gocrawl/persist/jobdir"
+	"github.com/gocrawl/gocrawl/pipeline"
+	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// Options are a test crawl's settings and job directory.
+type Options struct {
+	// Settings are set over the defaults (ROBOTSTXT_OBEY stays on).
+	Settings map[string]any
+	// JobDir, if set, keeps the crawl's state there (JOBDIR).
+	JobDir string
+	// Log receives the crawl's log lines (JSON), if set.
+	Log io.Writer
+	// CallbackErrors allows callback errors; by default each fails the
+	// test.
+	CallbackErrors bool
+}
+
+// Result is what a crawl produced.
+type Result struct {
+	Reason string
+	Items  []any
+	Stats  map[string]float64
+}
+
+// Run crawls with sp until it ends and returns its items in the order the
+// pipelines saw them. It fails the test on an engine error or any
+// callback error (spider_exceptions/count).
+func Run(t testing.TB, sp spider.Spider, opts Options) Result {
+	t.Helper()
+	set := settings.New()
+	for k, v := range opts.Settings {
+		if err := set.Set(k, v, settings.SourceCommandLine, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var items []any
+	collect := pipeline.Func(func(_ context.Context, item any) (any, error) {
+		mu.Lock()
+		items = append(items, item)
+		mu.Unlock()
+		return item, nil
+	})
+	eo := engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}}
+	if opts.Log != nil {
+		eo.Log = zerolog.New(zerolog.SyncWriter(opts.Log)) // callbacks log from many goroutines
+	}
+	if opts.JobDir != "" {
+		j, err := jobdir.Open(opts.JobDir, sp.Name(), jobdir.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := j.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		eo.Job = j
+	}
+	e, err := engine.New(sp, set, eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := res.Stats["spider_exceptions/count"]; n > 0 && !opts.CallbackErrors {
+		t.Errorf("%v callback errors", n)
+	}
+	return Result{Reason: res.Reason, Items: items, Stats: res.Stats}
+}
