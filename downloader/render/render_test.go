@@ -451,36 +451,6 @@ func TestOptionsFromSettings(t *testing.T) {
 	}
 }
 
-func TestWanted(t *testing.T) {
-	req := func(meta any) *spider.Request {
-		r := spider.MustRequest("https://app.example.com/x", nil)
-		if meta != nil {
-			r.Set(MetaRender, meta)
-		}
-		return r
-	}
-	scopes := map[string]bool{"app.example.com": true}
-	for _, tc := range []struct {
-		name   string
-		req    *spider.Request
-		all    bool
-		scopes map[string]bool
-		want   bool
-	}{
-		{"default off", req(nil), false, nil, false},
-		{"RENDER_JS", req(nil), true, nil, true},
-		{"meta false beats RENDER_JS", req(false), true, nil, false},
-		{"meta true", req(true), false, nil, true},
-		{"meta string", req("true"), false, nil, true},
-		{"RENDER_SCOPES host", req(nil), false, scopes, true},
-		{"RENDER_SCOPES other", spider.MustRequest("https://b.example.com/", nil), false, scopes, false},
-	} {
-		if got := Wanted(tc.req, tc.all, tc.scopes, nil); got != tc.want {
-			t.Errorf("%s: Wanted = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestRenderThroughProxy(t *testing.T) {
 	var direct atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
