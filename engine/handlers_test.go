@@ -36,7 +36,7 @@ func TestRenderSettingsWithoutRendererFailAtStart(t *testing.T) {
 		if !errors.Is(err, handler.ErrNotLinked) {
 			t.Fatalf("%s: New error %v, want one wrapping handler.ErrNotLinked", tc.setting, err)
 		}
-		for _, want := range []string{tc.setting, handler.Imports[handler.Render]} {
+		for _, want := range []string{tc.setting, handler.RenderImport} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: %q does not name %s", tc.setting, err, want)
 			}
@@ -103,7 +103,7 @@ func TestRenderMetaWithoutRendererFailsTheRequest(t *testing.T) {
 	if _, err := e.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := sp.errs["/rendered"]; !errors.Is(err, handler.ErrNotLinked) || !strings.Contains(err.Error(), handler.Imports[handler.Render]) {
+	if err := sp.errs["/rendered"]; !errors.Is(err, handler.ErrNotLinked) || !strings.Contains(err.Error(), handler.RenderImport) {
 		t.Errorf("errback of the rendered request got %v, want an error wrapping handler.ErrNotLinked naming the import", err)
 	}
 	if len(sp.parsed) != 1 || sp.parsed[0] != "/plain" {

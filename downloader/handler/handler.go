@@ -7,11 +7,12 @@
 //	import _ "github.com/gocrawl/gocrawl/downloader/render"
 //
 // The gocrawl command and every cli.Main program import it. The engine
-// makes each registered handler once per crawl (New), decides which
-// requests go to it (Rendering, for Render) and closes it at the end. A
-// request or a setting that asks for a handler the program did not link
-// fails with an error wrapping ErrNotLinked that names the package to
-// import.
+// makes each registered handler once per crawl (New), gives each request
+// to the first handler that wants it (Handler.Wants; the render handler
+// wants what Rendering picks) or else to the HTTP client, and closes the
+// handlers when the crawl ends. A request or a setting that asks for
+// rendering in a program that did not link a renderer fails with an error
+// wrapping ErrNotLinked that names the package to import.
 package handler
 
 import (
@@ -29,12 +30,18 @@ import (
 	"github.com/gocrawl/gocrawl/throttling"
 )
 
-// Handler downloads the requests the engine gives it, in place of the
-// HTTP client. It is the innermost step of the downloader middleware
-// chain, after throttling admission, so its requests are requests like any
-// other for the scheduler, the throttler and the stats. Fetch is called
+// Handler downloads the requests it wants, in place of the HTTP client.
+// It is the innermost step of the downloader middleware chain, after
+// throttling admission, so its requests are requests like any other for
+// the scheduler, the throttler and the stats. Wants and Fetch are called
 // from many goroutines at once.
 type Handler interface {
+	// Wants reports whether the handler downloads req; scopes are the
+	// request's throttling scopes (nil for a request sent outside the
+	// scheduler, such as robots.txt). It must be quick: the engine asks
+	// every handler, in name order, for every request, and the first that
+	// wants it downloads it; a request no handler wants goes over HTTP.
+	Wants(req *spider.Request, scopes throttling.Scopes) bool
 	// Fetch downloads req. Errors are best given as *downloader.Error
 	// values with a kind (errkind), as the HTTP client's are.
 	Fetch(ctx context.Context, req *spider.Request) (*spider.Response, error)
@@ -86,20 +93,13 @@ func Names() []string { return factories.Names() }
 // settings, asking for a handler the program did not import.
 var ErrNotLinked = errors.New("download handler not linked into this program")
 
-// Imports gives, for each handler the engine knows how to ask for, the
-// package whose import registers it (for ErrNotLinked errors).
-var Imports = map[string]string{
-	Render: "github.com/gocrawl/gocrawl/downloader/render",
-}
+// RenderImport is the package whose import registers the Render handler.
+const RenderImport = "github.com/gocrawl/gocrawl/downloader/render"
 
-// NotLinked returns the ErrNotLinked error for handler name, asked for by
-// what (a setting, a request): it names the package to import.
-func NotLinked(name, what string) error {
-	imp, ok := Imports[name]
-	if !ok {
-		return fmt.Errorf("%s asks for download handler %q: %w (registered: %v)", what, name, ErrNotLinked, Names())
-	}
-	return fmt.Errorf("%s asks for download handler %q: %w; add the import\n\timport _ %q\nto the program (the gocrawl command and cli.Main programs have it)", what, name, ErrNotLinked, imp)
+// NotLinked returns the ErrNotLinked error of what (a setting, a request)
+// asking for rendering: it names the package to import.
+func NotLinked(what string) error {
+	return fmt.Errorf("%s asks for rendering: %w (the %q download handler); add the import\n\timport _ %q\nto the program (the gocrawl command and cli.Main programs have it)", what, ErrNotLinked, Render, RenderImport)
 }
 
 type reportKey struct{}

@@ -66,11 +66,11 @@ func TestRenderingFromSettings(t *testing.T) {
 }
 
 func TestNotLinkedNamesTheImport(t *testing.T) {
-	err := handler.NotLinked(handler.Render, "RENDER_JS")
+	err := handler.NotLinked("RENDER_JS")
 	if !errors.Is(err, handler.ErrNotLinked) {
 		t.Fatalf("%v does not wrap ErrNotLinked", err)
 	}
-	for _, want := range []string{"RENDER_JS", `"github.com/gocrawl/gocrawl/downloader/render"`} {
+	for _, want := range []string{"RENDER_JS", handler.RenderImport} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not name %s", err, want)
 		}

@@ -16,8 +16,10 @@ const Render = "render"
 // say.
 const MetaRender = "render"
 
-// Rendering says which requests go to the Render handler: RENDER_JS,
-// RENDER_SCOPES and the render meta.
+// Rendering says which requests are rendered: RENDER_JS, RENDER_SCOPES
+// and the render meta. The Render handler wants these requests; the engine
+// uses it too, to tell a request or settings that ask for rendering in a
+// program without a renderer.
 type Rendering struct {
 	// All is RENDER_JS: every request is rendered.
 	All bool

@@ -8,6 +8,7 @@ import (
 	"github.com/gocrawl/gocrawl/downloader/handler"
 	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
 // Importing this package registers its download handler under
@@ -23,7 +24,8 @@ func init() {
 // ask for rendering, so that a missing browser stops the crawl before it
 // starts).
 type Handler struct {
-	opts Options
+	opts      Options
+	rendering handler.Rendering
 
 	mu  sync.Mutex
 	r   *Renderer
@@ -47,8 +49,8 @@ func NewHandler(d handler.Deps) (handler.Handler, error) {
 	if a, ok := d.Spider.(PageActor); ok {
 		opts.Actor = a
 	}
-	h := &Handler{opts: opts}
-	if _, ok := handler.RenderingFromSettings(d.Settings).Enabled(); ok {
+	h := &Handler{opts: opts, rendering: handler.RenderingFromSettings(d.Settings)}
+	if _, ok := h.rendering.Enabled(); ok {
 		if _, err := h.renderer(); err != nil {
 			return nil, err
 		}
@@ -72,6 +74,12 @@ func (h *Handler) Renderer() *Renderer {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.r
+}
+
+// Wants reports whether req is to be rendered (handler.Rendering: its
+// render meta, RENDER_JS, RENDER_SCOPES).
+func (h *Handler) Wants(req *spider.Request, scopes throttling.Scopes) bool {
+	return h.rendering.Wants(req, scopes)
 }
 
 // Fetch renders req (see Renderer.Fetch), counted in render/requests.
