@@ -36,8 +36,9 @@
 //	output.go    the spider.Output handed to callbacks and errbacks
 //	handlers.go  which download handler a request gets: HTTP, or one
 //	             registered in package handler (render)
-//	job.go       the Job interface (JOBDIR): restoring, checkpointing;
-//	             shared.go the Shared interface (REDIS_URL)
+//	job.go       the Job interface (JOBDIR): storage, restoring,
+//	             checkpointing
+//	shared.go    the Shared interface (REDIS_URL)
 //
 // Stopping: Stop (or cancelling Run's ctx) takes effect at once: nothing
 // new is sent, jobs still waiting (for throttling admission, a
