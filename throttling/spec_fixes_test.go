@@ -1,10 +1,14 @@
 package throttling
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gocrawl/gocrawl/spider"
 )
 
 // A robots.txt Crawl-delay only raises the delay: with DOWNLOAD_DELAY 5,
@@ -97,5 +101,95 @@ func TestMinConcurrencyValidation(t *testing.T) {
 	}
 	if a, b, c := cfg.Scope("a").RateControl, cfg.Scope("b").RateControl, cfg.Scope("c").RateControl; a.Enabled || !b.Enabled || b.Latency || !c.Enabled || !c.Latency {
 		t.Fatalf("rate_control: a %+v b %+v default %+v", a, b, c)
+	}
+}
+
+// The throttling_scopes meta is the request's whole set of scopes (Scrapy's
+// throttling design, PR #6931): it replaces the manager's host scope rather
+// than adding to it, so an "api" scope has its own budget; a request that
+// wants the host's budget too names the host.
+func TestMetaScopesReplaceTheManagersScopes(t *testing.T) {
+	th, _ := newTestThrottler(t)
+	for _, tt := range []struct {
+		name string
+		meta any // nil: no meta
+		want string
+	}{
+		{"no meta: the manager's host scope", nil, "[{example.com 0}]"},
+		{"string", "api", "[{api 0}]"},
+		{"list", []any{"api", "users"}, "[{api 0} {users 0}]"},
+		{"list naming the host", []string{"api", "example.com"}, "[{api 0} {example.com 0}]"},
+		{"mapping with amounts", map[string]any{"cost": 2.5}, "[{cost 2.5}]"},
+		{"mapping naming the host", map[string]any{"cost": 1, "example.com": 0}, "[{cost 1} {example.com 0}]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := spider.MustRequest("https://example.com/v1/items", nil)
+			if tt.meta != nil {
+				req.Set(MetaScopes, tt.meta)
+			}
+			sc, err := th.Scopes(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(sc); got != tt.want {
+				t.Errorf("scopes %s, want %s", got, tt.want)
+			}
+		})
+	}
+	for _, bad := range []any{[]any{}, "", 42} {
+		req := spider.MustRequest("https://example.com/", nil).Set(MetaScopes, bad)
+		if _, err := th.Scopes(context.Background(), req); err == nil || !strings.Contains(err.Error(), MetaScopes) {
+			t.Errorf("meta %#v: error %v, want one naming %s", bad, err, MetaScopes)
+		}
+	}
+}
+
+// An "api" scope named by the meta runs at its own pace on a host whose
+// pages wait DOWNLOAD_DELAY between sends: on the fake clock, four api
+// requests go at once (concurrency 4, no delay) while the host's pages
+// are one second apart; naming the host too puts the request back under
+// the host's delay.
+func TestMetaScopeHasItsOwnBudget(t *testing.T) {
+	th, _ := newTestThrottler(t, "DOWNLOAD_DELAY", 1.0, "RANDOMIZE_DOWNLOAD_DELAY", false,
+		"THROTTLING_RATE_CONTROL", false,
+		"THROTTLING_SCOPES", map[string]any{"api": map[string]any{"concurrency": 4, "delay": 0}})
+	ctx := context.Background()
+	scopesFor := func(meta any) Scopes {
+		req := spider.MustRequest("https://example.com/x", nil)
+		if meta != nil {
+			req.Set(MetaScopes, meta)
+		}
+		sc, err := th.Scopes(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	page, api, both := scopesFor(nil), scopesFor("api"), scopesFor([]any{"api", "example.com"})
+	th.Sent(t0, page)
+	for _, tt := range []struct {
+		name   string
+		scopes Scopes
+		want   time.Duration
+	}{
+		{"second page waits the host delay", page, sec},
+		{"api request 1", api, 0},
+		{"api request 2", api, 0},
+		{"api request 3", api, 0},
+		{"api request 4", api, 0},
+		{"api request 5: concurrency 4 reached", api, UntilSlotFree},
+		{"api + host waits for both", both, UntilSlotFree},
+	} {
+		w := th.Wait(t0, tt.scopes)
+		if w != tt.want {
+			t.Errorf("%s: wait %v, want %v", tt.name, w, tt.want)
+		}
+		if w == 0 {
+			th.Sent(t0, tt.scopes)
+		}
+	}
+	th.Done(ctx, spider.MustRequest("https://example.com/x", nil), api, t0, nil, nil)
+	if w := th.Wait(t0, both); w != sec {
+		t.Errorf("api + host after an api slot freed: wait %v, want the host's 1s", w)
 	}
 }
