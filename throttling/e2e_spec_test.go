@@ -205,3 +205,39 @@ func TestE2EDelayTakenAtDownloadIsNotTakenAgain(t *testing.T) {
 		}
 	}
 }
+
+// The same through a crawl (engine, start limiter, both schedulers): with
+// THROTTLING_RATE_CONTROL: false the 8 first requests to a new host arrive
+// together, as the spec's defaults say (concurrency 8, no delay); with the
+// rate controller on, its start ramp spaces them (50 ms, then 25 ms...).
+func TestE2ERateControlOffHasNoStartRamp(t *testing.T) {
+	for _, sched := range schedulers {
+		for _, tt := range []struct {
+			rateControl bool
+			wantFirst2  string // the first two arrivals
+			wantAllAt0  bool
+		}{
+			{false, "[0s 0s]", true},
+			{true, "[0s 50ms]", false},
+		} {
+			t.Run(fmt.Sprintf("%s/rate_control=%v", sched, tt.rateControl), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					site := newHostSite(time.Second)
+					start := time.Now()
+					crawlInProcess(t, &mixedSpider{host: "shop.test", pages: 8}, site,
+						"SCHEDULER", sched, "THROTTLING_RATE_CONTROL", tt.rateControl)
+					got := site.offsets("/page", start)
+					if len(got) != 8 {
+						t.Fatalf("%d requests, want 8", len(got))
+					}
+					if s := fmt.Sprint(got[:2]); s != tt.wantFirst2 {
+						t.Errorf("first arrivals %s, want %s (all: %v)", s, tt.wantFirst2, got)
+					}
+					if allAt0 := got[7] == 0; allAt0 != tt.wantAllAt0 {
+						t.Errorf("arrivals %v: all at once %v, want %v", got, allAt0, tt.wantAllAt0)
+					}
+				})
+			})
+		}
+	}
+}

@@ -193,3 +193,66 @@ func TestMetaScopeHasItsOwnBudget(t *testing.T) {
 		t.Errorf("api + host after an api slot freed: wait %v, want the host's 1s", w)
 	}
 }
+
+// With THROTTLING_RATE_CONTROL: false the throttler gives exactly the
+// spec's numbers: no start ramp, a new scope sends up to its concurrency
+// at once and then one request per delay. Requests are sent as soon as
+// the throttler allows (fake clock) and answered at once unless held.
+// The last row is the documented departure, with the rate controller on:
+// its start ramp paces a new scope's first 300 ms from 20/s.
+func TestRateControlOffGivesTheSpecsNumbers(t *testing.T) {
+	ms := time.Millisecond
+	for _, tt := range []struct {
+		name  string
+		kv    []any
+		scope string // "" = the host's
+		n     int
+		hold  bool // keep every request in flight (never answered)
+		want  []time.Duration
+	}{
+		{"defaults: no delay between the first sends", nil, "", 8, false, make([]time.Duration, 8)},
+		{"defaults, held: concurrency 8 at once", nil, "", 8, true, make([]time.Duration, 8)},
+		{"DOWNLOAD_DELAY 1", []any{"DOWNLOAD_DELAY", 1.0}, "", 4, false, []time.Duration{0, 1000 * ms, 2000 * ms, 3000 * ms}},
+		{"DOWNLOAD_DELAY 0.25", []any{"DOWNLOAD_DELAY", 0.25}, "", 4, false, []time.Duration{0, 250 * ms, 500 * ms, 750 * ms}},
+		{"CONCURRENT_REQUESTS_PER_DOMAIN 2, held", []any{"CONCURRENT_REQUESTS_PER_DOMAIN", 2}, "", 2, true, []time.Duration{0, 0}},
+		{"api scope: concurrency 4, delay 0.5", []any{"THROTTLING_SCOPES", map[string]any{"api": map[string]any{"concurrency": 4, "delay": 0.5}}},
+			"api", 3, false, []time.Duration{0, 500 * ms, 1000 * ms}},
+		{"rate control on: the start ramp (a departure)", []any{"THROTTLING_RATE_CONTROL", true}, "", 3, false, []time.Duration{0, 50 * ms, 75 * ms}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			th, fc := newTestThrottler(t, append([]any{"THROTTLING_RATE_CONTROL", false}, tt.kv...)...)
+			req := spider.MustRequest("https://example.com/", nil)
+			if tt.scope != "" {
+				req.Set(MetaScopes, tt.scope)
+			}
+			sc, err := th.Scopes(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []time.Duration
+			for len(got) < tt.n {
+				w := th.Wait(fc.Now(), sc)
+				if w == UntilSlotFree {
+					t.Fatalf("after %v: waiting for a slot", got)
+				}
+				if w > 0 {
+					fc.Advance(w)
+					continue
+				}
+				th.Sent(fc.Now(), sc)
+				got = append(got, fc.Now().Sub(t0))
+				if !tt.hold {
+					th.Done(context.Background(), req, sc, fc.Now(), &spider.Response{URL: req.URL, Status: 200, Request: req}, nil)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("sends at %v, want %v", got, tt.want)
+			}
+			if tt.hold {
+				if w := th.Wait(fc.Now(), sc); w != UntilSlotFree {
+					t.Errorf("one more while all are in flight: wait %v, want UntilSlotFree", w)
+				}
+			}
+		})
+	}
+}
