@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -252,6 +253,40 @@ func TestRateControlOffGivesTheSpecsNumbers(t *testing.T) {
 				if w := th.Wait(fc.Now(), sc); w != UntilSlotFree {
 					t.Errorf("one more while all are in flight: wait %v, want UntilSlotFree", w)
 				}
+			}
+		})
+	}
+}
+
+// Every problem of one THROTTLING_SCOPES entry is reported, nested
+// mappings included, each as a *ConfigError naming its key.
+func TestScopeEntryReportsEveryProblem(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		entry map[string]any
+		keys  []string // the keys named, in order
+	}{
+		{"three top-level keys", map[string]any{"concurency": 3, "delay": -1, "jitter": 7}, []string{"concurency", "delay", "jitter"}},
+		{"top-level and nested", map[string]any{"delay": "x", "backoff": map[string]any{"factor": 2, "max_delay": -1},
+			"rampup": map[string]any{"delay_factor": 3, "speed": 1}, "rate_control": map[string]any{"latnecy": true, "enabled": "x"}},
+			[]string{"backoff.factor", "backoff.max_delay", "delay", "rampup.delay_factor", "rampup.speed", "rate_control.enabled", "rate_control.latnecy"}},
+		{"one problem", map[string]any{"window": 0, "delay": 2}, []string{"window"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadConfig(testSettings(t, "THROTTLING_SCOPES", map[string]any{"s": tt.entry}))
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v, want ErrInvalidConfig", err)
+			}
+			var keys []string
+			for _, e := range settings.Errors(err) {
+				var ce *ConfigError
+				if !errors.As(e, &ce) || ce.Scope != "s" {
+					t.Fatalf("problem %v is not a ConfigError of scope s", e)
+				}
+				keys = append(keys, ce.Key)
+			}
+			if fmt.Sprint(keys) != fmt.Sprint(tt.keys) {
+				t.Errorf("keys %v, want %v\n%v", keys, tt.keys, err)
 			}
 		})
 	}
