@@ -51,6 +51,7 @@ type admission struct {
 	scopes throttling.Scopes
 	sentAt time.Time
 	page   bool // the page's own document: reported through report
+	doc    bool // a redirect hop of the page's own document
 	res    *network.Response
 }
 
