@@ -63,11 +63,10 @@ func (s *hostSite) offsets(kind string, start time.Time) []time.Duration {
 // mixedSpider starts pages pages and apis requests with the
 // throttling_scopes meta apiMeta, on one host.
 type mixedSpider struct {
-	host          string
-	pages, apis   int
-	apiMeta       any
-	parse         func(ctx context.Context, res *spider.Response, out spider.Output) error
-	startDelaySec float64
+	host        string
+	pages, apis int
+	apiMeta     any
+	parse       func(ctx context.Context, res *spider.Response, out spider.Output) error
 }
 
 func (*mixedSpider) Name() string { return "mixed" }
@@ -85,9 +84,6 @@ func (s *mixedSpider) Start(ctx context.Context) iter.Seq2[*spider.Request, erro
 		}
 		for i := range s.pages {
 			req, err := spider.NewRequest(fmt.Sprintf("http://%s/page/%d", s.host, i), nil)
-			if err == nil && s.startDelaySec > 0 {
-				req.Set(throttling.MetaDelay, s.startDelaySec)
-			}
 			if !yield(req, err) {
 				return
 			}
