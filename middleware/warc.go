@@ -217,6 +217,12 @@ func (m *Warc) replay(ctx context.Context, req *spider.Request) (*spider.Respons
 		}
 		return nil, fmt.Errorf("WARC_REPLAY: %w", err)
 	}
+	if c.Truncated == warc.TruncatedLength {
+		// The crawl that archived it gave up at its size limit: so does
+		// the replay.
+		return nil, &downloader.Error{Kind: errkind.ResponseTooLarge, URL: req.URL.Redacted(),
+			Err: fmt.Errorf("archived cut at %d bytes, over the crawl's size limit (WARC-Truncated: length, %s at offset %d)", len(c.Payload), c.File, c.Offset)}
+	}
 	h := c.Header
 	body := c.Payload
 	if enc := h.Get("Content-Encoding"); enc != "" && m.compression && req.GetMethod() != http.MethodHead {

@@ -24,7 +24,7 @@ type Archive struct {
 	byKey map[string]loc
 	// first full response of each payload digest, and the last full
 	// response of each URL: what revisit records stand for.
-	byDigest map[string]loc
+	byDigest  map[string]loc
 	fullByURL map[string]loc
 	records   int
 }

@@ -49,8 +49,13 @@ func RepairFile(path string) (Repair, error) {
 	rep := Repair{File: final}
 	x := &Indexer{File: filepath.Base(final)}
 	var es []Entry
+	var lastReq int64 = -1 // offset of a trailing request record
 	end, err := Scan(path, func(rec *Record, pos Position) error {
 		rep.Records++
+		lastReq = -1
+		if rec.Type() == TypeRequest {
+			lastReq = pos.Offset
+		}
 		if e, ok := x.Add(rec, pos); ok {
 			es = append(es, e)
 		}
@@ -58,6 +63,12 @@ func RepairFile(path string) (Repair, error) {
 	})
 	if err != nil && !errors.Is(err, ErrCorrupt) {
 		return rep, fmt.Errorf("repairing %s: %w", path, err)
+	}
+	if lastReq >= 0 {
+		// An exchange is written request first, in one write: a request
+		// without its response is the start of the exchange cut short.
+		end = lastReq
+		rep.Records--
 	}
 	st, serr := os.Stat(path)
 	if serr != nil {
