@@ -41,10 +41,24 @@ func newDedupTable(mode Dedup) *dedupTable {
 	return t
 }
 
-// find returns the earlier capture whose payload ex's duplicates, or nil.
-func (t *dedupTable) find(url, digest string) *original {
+// claim returns the earlier capture whose payload duplicates this one, or
+// nil; in that case, with add, this capture is recorded as the original of
+// its payload at once, so that of two identical payloads written at the
+// same time one is the revisit of the other.
+func (t *dedupTable) claim(url, digest string, date time.Time, add bool) *original {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if o := t.find(url, digest); o != nil {
+		return o
+	}
+	if add {
+		t.addLocked(url, digest, date)
+	}
+	return nil
+}
+
+// find is claim's lookup; t.mu is held.
+func (t *dedupTable) find(url, digest string) *original {
 	switch t.mode {
 	case DedupURL:
 		if c, ok := t.byURL[url]; ok && c.digest == digest {
@@ -76,6 +90,13 @@ func (t *dedupTable) add(url, digest string, date time.Time) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.addLocked(url, digest, date)
+}
+
+func (t *dedupTable) addLocked(url, digest string, date time.Time) {
+	if t.mode == DedupOff {
+		return
+	}
 	t.byURL[url] = urlCapture{digest, date}
 	if t.byDigest != nil {
 		if _, ok := t.byDigest[digest]; !ok {

@@ -165,7 +165,8 @@ func (w *Writer) Write(ex *Exchange) (revisit bool, err error) {
 		profile = ProfileServerNotModified
 		ref = w.dedup.lastOf(ex.URL)
 	case ex.Truncated == "":
-		if ref = w.dedup.find(ex.URL, digest); ref != nil {
+		full := ex.Status >= 200 && ex.Status < 300
+		if ref = w.dedup.claim(ex.URL, digest, ex.Date, full); ref != nil {
 			profile = ProfileIdenticalPayload
 		}
 	}
@@ -239,9 +240,6 @@ func (w *Writer) Write(ex *Exchange) (revisit bool, err error) {
 		e.Digest = digest
 	}
 	w.entries = append(w.entries, e)
-	if profile == "" && ex.Truncated == "" && ex.Status >= 200 && ex.Status < 300 {
-		w.dedup.add(ex.URL, digest, ex.Date)
-	}
 	if w.opts.SyncInterval <= 0 {
 		if err := w.f.Sync(); err != nil {
 			return false, w.fail(err)
