@@ -265,7 +265,7 @@ func compressRecord(buf *bytes.Buffer, rec *Record) (int64, error) {
 }
 
 var gzipPool = sync.Pool{New: func() any {
-	zw, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression)
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
 	return zw
 }}
 
