@@ -13,6 +13,7 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/dunglas/httpsfv v1.1.2
 	github.com/goccy/go-yaml v1.19.2
+	github.com/klauspost/compress v1.20.1
 	github.com/mattn/go-isatty v0.0.20
 	github.com/peterh/liner v1.2.3
 	github.com/prometheus/client_golang v1.25.0
@@ -46,7 +47,6 @@ require (
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/snappy v0.0.5-0.20231225225746-43d5d4cd4e0e // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/kr/text v0.2.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -29,6 +30,7 @@ func parseCommand(a *App) *cobra.Command {
 		args       []string
 		asJSON     bool
 		pipelines  bool
+		replay     string
 	)
 	cmd := &cobra.Command{
 		Use:   "parse URL --spider NAME",
@@ -47,7 +49,8 @@ sent to the item pipelines unless --pipelines is given. Logs go to standard
 error, at WARNING unless LOG_LEVEL is set.`,
 		Example: `  gocrawl parse https://quotes.toscrape.com/ --spider quotes
   gocrawl parse https://quotes.toscrape.com/author/Albert-Einstein/ --spider quotes --callback ParseAuthor
-  gocrawl parse https://example.com/ --spider follow --depth 2 --json`,
+  gocrawl parse https://example.com/ --spider follow --depth 2 --json
+  gocrawl parse https://quotes.toscrape.com/ --spider quotes --replay archive/`,
 		Args: ExactArgs(1, "one URL"),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			if spiderName == "" {
@@ -66,6 +69,9 @@ error, at WARNING unless LOG_LEVEL is set.`,
 				argErr = applyArgsWithStart(sp, spArgs, rawURL)
 			}
 			s, setErrs := sf.load(a, sp)
+			if replay != "" && s != nil {
+				setErrs = append(setErrs, s.Set("WARC_REPLAY", replay, settings.SourceCommandLine, "--replay"))
+			}
 			if err := problems(append([]error{argErr}, setErrs...)...); err != nil {
 				return err
 			}
@@ -119,6 +125,7 @@ error, at WARNING unless LOG_LEVEL is set.`,
 	f.StringArrayVarP(&args, "arg", "a", nil, "spider argument `NAME=VALUE`; repeatable")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per response instead of text")
 	f.BoolVar(&pipelines, "pipelines", false, "also send the items to the spider's ITEM_PIPELINES")
+	f.StringVar(&replay, "replay", "", "answer the requests from the web archive `DIR` (WARC files written with WARC_DIR) instead of the network")
 	return cmd
 }
 

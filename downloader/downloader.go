@@ -277,6 +277,10 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	if d.opts.Compression && hreq.Header.Get("Accept-Encoding") == "" {
 		hreq.Header.Set("Accept-Encoding", "gzip, deflate, br")
 	}
+	capture := captureFrom(ctx)
+	if capture != nil {
+		hreq = capture.trace(hreq, req.Body)
+	}
 	hres, err := d.client.Do(hreq)
 	if err != nil {
 		var blocked *netguard.BlockedError
@@ -290,6 +294,9 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 		return nil, classify(ctx, req, err)
 	}
 	defer hres.Body.Close()
+	if capture != nil {
+		hres.Body = capture.response(hres)
+	}
 
 	maxSize := d.opts.MaxSize
 	if v, ok := metaBytes(req, MetaDownloadMaxSize); ok {

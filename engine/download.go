@@ -93,6 +93,14 @@ func (e *Engine) process(ctx, wait, wire context.Context, job *scheduler.Job) {
 	}
 	e.events <- event{kind: evDownloaded}
 
+	var fatal *middleware.FatalError
+	if errors.As(err, &fatal) {
+		// A middleware cannot go on (its archive's disk is full): the
+		// crawl stops, and the job stays queued for a resume.
+		e.fail(fatal.Reason, err)
+		ack = false
+		return
+	}
 	if err != nil && (e.abortCtx.Err() != nil || e.interrupted(err)) {
 		// Not sent, or cut short, by Abort or a stop: keep it queued for
 		// the next run, without an errback.

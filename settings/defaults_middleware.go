@@ -23,6 +23,7 @@ func init() {
 			"ProxyPool":      740,
 			"HttpProxy":      750,
 			"HttpCache":      900,
+			"Warc":           950,
 		}, Doc: "Built-in downloader middlewares and their orders: lower orders see requests first and responses last."},
 		{Name: "SPIDER_MIDDLEWARES", Type: Map, Default: map[string]any{},
 			Doc: "Spider middlewares by registered name -> order, merged over SPIDER_MIDDLEWARES_BASE (null disables)."},
