@@ -180,6 +180,8 @@ func (d *Downloader) newTransport() *http.Transport {
 		budget = 0
 	case budget == 0:
 		budget = connBudget(limit)
+	case budget == 1:
+		budget = 2 // one idle connection and one for a new host
 	}
 	budgetLogOnce.Do(func() {
 		ev := d.opts.Log.Info().Int("budget", budget).Uint64("open_file_limit", limit)
@@ -193,8 +195,9 @@ func (d *Downloader) newTransport() *http.Transport {
 	if budget > 0 {
 		// Room for the requests in flight, so that a completing request
 		// pushes the least recently used idle connection out when the
-		// budget is full.
-		idle = max(budget-d.opts.MaxConns, budget/2, 1)
+		// budget is full: never the whole budget, or a dial could wait
+		// for connections that nothing will close.
+		idle = min(max(budget-d.opts.MaxConns, budget/2), budget-1)
 	}
 	idleTimeout := d.opts.IdleTimeout
 	if idleTimeout <= 0 {
@@ -310,7 +313,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	if len(req.Body) > 0 {
 		body = bytes.NewReader(req.Body)
 	}
-	hreq, err := newHTTPRequest(ctx, req, body)
+	hreq, err := newHTTPRequest(traceWire(ctx), req, body)
 	if err != nil {
 		return nil, &Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: err}
 	}
