@@ -45,9 +45,9 @@ type Report struct {
 	// the short gaps whose first request came on a new connection.
 	GapClasses    map[string]int `json:"gap_classes,omitempty"`
 	GapsAfterDial int            `json:"gaps_after_dial"`
-	Gaps        int     `json:"gaps"`
-	WorstGapMs  float64 `json:"worst_gap_ms"`
-	ToleranceMs float64 `json:"tolerance_ms"`
+	Gaps          int            `json:"gaps"`
+	WorstGapMs    float64        `json:"worst_gap_ms"`
+	ToleranceMs   float64        `json:"tolerance_ms"`
 	// Accepts is the connections the servers accepted.
 	Accepts int64 `json:"accepts"`
 	// FirstRequest are the median and the latest of the hosts' first
