@@ -240,6 +240,49 @@ func (c *trackedConn) Close() error {
 	return err
 }
 
+// newConns returns the connection tracker of a downloader with opts and the
+// transport's MaxIdleConns (0: no limit), logging the budget once per
+// process.
+func newConns(opts Options) (*connTracker, int) {
+	budget := opts.MaxOpenConns
+	limit := openFileLimit(opts.Log)
+	switch {
+	case budget < 0:
+		budget = 0
+	case budget == 0:
+		budget = connBudget(limit)
+	case budget == 1:
+		budget = 2 // one idle connection and one for a new host
+	}
+	budgetLogOnce.Do(func() {
+		if budget > 0 && (budget < 2*opts.MaxConns || limit > 0 && limit < lowOpenFileLimit) {
+			opts.Log.Warn().Int("budget", budget).Uint64("open_file_limit", limit).Int("CONCURRENT_REQUESTS", opts.MaxConns).
+				Msg("low connection budget: a crawl of more hosts than it holds keeps fewer connections open between requests and dials more; " +
+					"new connections wait for a place rather than fail (raise the open-file limit, ulimit -n, or DOWNLOAD_MAX_CONNECTIONS)")
+			return
+		}
+		opts.Log.Info().Int("budget", budget).Uint64("open_file_limit", limit).
+			Msg("connection budget: the most connections open at once, idle ones included (DOWNLOAD_MAX_CONNECTIONS; 0 derives it from the open-file limit, ulimit -n)")
+	})
+	t := newConnTracker(budget, opts.Log)
+	idle := 0 // no limit
+	if budget > 0 {
+		// Room for the requests in flight, so that a completing request
+		// pushes the least recently used idle connection out when the
+		// budget is full: never the whole budget, or a dial could wait
+		// for connections that nothing will close.
+		idle = min(max(budget-opts.MaxConns, budget/2), budget-1)
+	}
+	return t, idle
+}
+
+// budgetLogOnce logs the connection budget once per process.
+var budgetLogOnce sync.Once
+
+// lowOpenFileLimit is the open-file limit under which the connection
+// budget is logged as a warning: a broad crawl outgrows it.
+const lowOpenFileLimit = 4096
+
 // connBudget is the default connection budget for an open-file limit of
 // limit: a quarter of it (at least 256) is kept for everything else the
 // process opens (JOBDIR's files, logs, DNS, Redis, a browser's pipes), the

@@ -34,7 +34,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -173,32 +172,8 @@ func (d *Downloader) Budget() *Budget { return d.budget }
 func (d *Downloader) DNS() *dnscache.Cache { return d.dns }
 
 func (d *Downloader) newTransport() *http.Transport {
-	budget := d.opts.MaxOpenConns
-	limit := openFileLimit(d.opts.Log)
-	switch {
-	case budget < 0:
-		budget = 0
-	case budget == 0:
-		budget = connBudget(limit)
-	case budget == 1:
-		budget = 2 // one idle connection and one for a new host
-	}
-	budgetLogOnce.Do(func() {
-		ev := d.opts.Log.Info().Int("budget", budget).Uint64("open_file_limit", limit)
-		if budget > 0 && budget < 2*d.opts.MaxConns {
-			ev = d.opts.Log.Warn().Int("budget", budget).Uint64("open_file_limit", limit).Int("CONCURRENT_REQUESTS", d.opts.MaxConns)
-		}
-		ev.Msg("connection budget: the most connections open at once, idle ones included (DOWNLOAD_MAX_CONNECTIONS; 0 derives it from the open-file limit, ulimit -n)")
-	})
-	d.conns = newConnTracker(budget, d.opts.Log)
-	idle := 0 // no limit
-	if budget > 0 {
-		// Room for the requests in flight, so that a completing request
-		// pushes the least recently used idle connection out when the
-		// budget is full: never the whole budget, or a dial could wait
-		// for connections that nothing will close.
-		idle = min(max(budget-d.opts.MaxConns, budget/2), budget-1)
-	}
+	var idle int
+	d.conns, idle = newConns(d.opts)
 	idleTimeout := d.opts.IdleTimeout
 	if idleTimeout <= 0 {
 		idleTimeout = 120 * time.Second
@@ -269,9 +244,6 @@ func (d *Downloader) newTransport() *http.Transport {
 		ReadBufferSize: 32 << 10,
 	}
 }
-
-// budgetLogOnce logs the connection budget once per process.
-var budgetLogOnce sync.Once
 
 type proxyKey struct{}
 
