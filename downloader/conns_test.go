@@ -224,3 +224,20 @@ func TestIdleTimeoutFromSettings(t *testing.T) {
 		t.Errorf("transport IdleConnTimeout %v, MaxIdleConns %d", tr.IdleConnTimeout, tr.MaxIdleConns)
 	}
 }
+
+// The budget is logged once per process: as a warning when it is low for
+// the crawl's concurrency.
+func TestConnBudgetLogged(t *testing.T) {
+	var buf strings.Builder
+	budgetLogOnce = sync.Once{}
+	t.Cleanup(func() { budgetLogOnce = sync.Once{} })
+	log := zerolog.New(&buf)
+	New(Options{MaxConns: 256, MaxOpenConns: 300, Log: log}).Close()
+	New(Options{MaxConns: 256, MaxOpenConns: 300, Log: log}).Close()
+	if n := strings.Count(buf.String(), "low connection budget"); n != 1 {
+		t.Errorf("budget logged %d times as low, want once:\n%s", n, buf.String())
+	}
+	if !strings.Contains(buf.String(), `"level":"warn"`) || !strings.Contains(buf.String(), `"budget":300`) {
+		t.Errorf("want a warning naming the budget, got:\n%s", buf.String())
+	}
+}
