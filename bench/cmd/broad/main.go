@@ -82,6 +82,11 @@ func run(name, variant, bin string, timeout time.Duration, nofile int, out strin
 	f.Close()
 
 	args := []string{"-scenario", name, "-variant", variant, "-urls-file", f.Name()}
+	if variant == "gocrawl" {
+		// gocrawl stops itself a little before the limit, so that it
+		// still reports its responses and errors.
+		args = append(args, "-close-after", strconv.FormatFloat(max(1, (timeout-10*time.Second).Seconds()), 'f', 0, 64))
+	}
 	runner := filepath.Join(bin, "runner")
 	cmd := exec.Command(runner, args...)
 	if nofile > 0 {
