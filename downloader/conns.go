@@ -254,16 +254,7 @@ func newConns(opts Options) (*connTracker, int) {
 	case budget == 1:
 		budget = 2 // one idle connection and one for a new host
 	}
-	budgetLogOnce.Do(func() {
-		if budget > 0 && (budget < 2*opts.MaxConns || limit > 0 && limit < lowOpenFileLimit) {
-			opts.Log.Warn().Int("budget", budget).Uint64("open_file_limit", limit).Int("CONCURRENT_REQUESTS", opts.MaxConns).
-				Msg("low connection budget: a crawl of more hosts than it holds keeps fewer connections open between requests and dials more; " +
-					"new connections wait for a place rather than fail (raise the open-file limit, ulimit -n, or DOWNLOAD_MAX_CONNECTIONS)")
-			return
-		}
-		opts.Log.Info().Int("budget", budget).Uint64("open_file_limit", limit).
-			Msg("connection budget: the most connections open at once, idle ones included (DOWNLOAD_MAX_CONNECTIONS; 0 derives it from the open-file limit, ulimit -n)")
-	})
+	budgetLogOnce.Do(func() { logBudget(opts.Log, budget, limit, opts.MaxConns) })
 	t := newConnTracker(budget, opts.Log)
 	idle := 0 // no limit
 	if budget > 0 {
@@ -282,6 +273,19 @@ var budgetLogOnce sync.Once
 // lowOpenFileLimit is the open-file limit under which the connection
 // budget is logged as a warning: a broad crawl outgrows it.
 const lowOpenFileLimit = 4096
+
+// logBudget logs the connection budget: as a warning when it is low for
+// the crawl's concurrency or the open-file limit is low.
+func logBudget(log zerolog.Logger, budget int, limit uint64, maxConns int) {
+	if budget > 0 && (budget < 2*maxConns || limit > 0 && limit < lowOpenFileLimit) {
+		log.Warn().Int("budget", budget).Uint64("open_file_limit", limit).Int("CONCURRENT_REQUESTS", maxConns).
+			Msg("low connection budget: a crawl of more hosts than it holds keeps fewer connections open between requests and dials more; " +
+				"new connections wait for a place rather than fail (raise the open-file limit, ulimit -n, or DOWNLOAD_MAX_CONNECTIONS)")
+		return
+	}
+	log.Info().Int("budget", budget).Uint64("open_file_limit", limit).
+		Msg("connection budget: the most connections open at once, idle ones included (DOWNLOAD_MAX_CONNECTIONS; 0 derives it from the open-file limit, ulimit -n)")
+}
 
 // connBudget is the default connection budget for an open-file limit of
 // limit: a quarter of it (at least 256) is kept for everything else the
