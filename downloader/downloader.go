@@ -98,6 +98,13 @@ type Options struct {
 	// (DOWNLOAD_MEMORY_BUDGET); nil means no budget. See Budget and
 	// WithLease.
 	Budget *Budget
+	// MaxOpenConns is the connection budget, the most connections open at
+	// once (DOWNLOAD_MAX_CONNECTIONS): 0 derives it from the open-file
+	// limit (see conns.go), a negative value means no budget.
+	MaxOpenConns int
+	// IdleTimeout is how long an idle connection is kept
+	// (DOWNLOAD_IDLE_TIMEOUT); 0 means 120 s.
+	IdleTimeout time.Duration
 }
 
 // OptionsFromSettings reads the downloader's settings.
@@ -110,6 +117,10 @@ func OptionsFromSettings(s *settings.Settings) Options {
 		Compression:     s.Bool("COMPRESSION_ENABLED"),
 		MaxConns:        s.Int("CONCURRENT_REQUESTS"),
 		MaxConnsPerHost: s.Int("CONCURRENT_REQUESTS_PER_DOMAIN"),
+		MaxOpenConns:    s.Int("DOWNLOAD_MAX_CONNECTIONS"),
+		// A host asked once per delay keeps its connection between two
+		// requests, jitter and a backoff step or two included.
+		IdleTimeout: max(s.Seconds("DOWNLOAD_IDLE_TIMEOUT"), 3*s.Seconds("DOWNLOAD_DELAY")),
 	}
 	if s.Bool("DNSCACHE_ENABLED") {
 		o.DNS = dnscache.New(s.Int("DNSCACHE_SIZE"), s.Seconds("DNS_TIMEOUT"))
@@ -125,6 +136,7 @@ type Downloader struct {
 	client *http.Client
 	dns    *dnscache.Cache
 	budget *Budget
+	conns  *connTracker // nil with a custom Transport
 }
 
 // New returns a downloader.
@@ -140,7 +152,9 @@ func New(opts Options) *Downloader {
 	}
 	rt := opts.Transport
 	if rt == nil {
-		rt = d.newTransport()
+		t := d.newTransport()
+		d.conns.starved = t.CloseIdleConnections
+		rt = t
 	}
 	d.client = &http.Client{
 		Transport: rt,
@@ -158,6 +172,12 @@ func (d *Downloader) Budget() *Budget { return d.budget }
 func (d *Downloader) DNS() *dnscache.Cache { return d.dns }
 
 func (d *Downloader) newTransport() *http.Transport {
+	var idle int
+	d.conns, idle = newConns(d.opts)
+	idleTimeout := d.opts.IdleTimeout
+	if idleTimeout <= 0 {
+		idleTimeout = 120 * time.Second
+	}
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	if g := d.opts.Guard; g != nil {
 		// The address actually connected to, after DNS: a name that
@@ -199,6 +219,7 @@ func (d *Downloader) newTransport() *http.Transport {
 			return nil, firstErr
 		}
 	}
+	dial = d.conns.dialer(dial)
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if d.opts.TLSConfig != nil {
 		tlsConfig = d.opts.TLSConfig.Clone()
@@ -207,9 +228,9 @@ func (d *Downloader) newTransport() *http.Transport {
 		Proxy:                 proxyFor,
 		DialContext:           dial,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          max(d.opts.MaxConns*2, 100),
+		MaxIdleConns:          idle,
 		MaxIdleConnsPerHost:   d.opts.MaxConnsPerHost,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       idleTimeout,
 		TLSHandshakeTimeout:   30 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		// We decode ourselves so that size limits apply after decompression
@@ -264,7 +285,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	if len(req.Body) > 0 {
 		body = bytes.NewReader(req.Body)
 	}
-	hreq, err := newHTTPRequest(ctx, req, body)
+	hreq, err := newHTTPRequest(traceWire(ctx), req, body)
 	if err != nil {
 		return nil, &Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: err}
 	}
@@ -498,6 +519,29 @@ func (d *Downloader) checkProxied(ctx context.Context, req *spider.Request) erro
 		}
 	}
 	return nil
+}
+
+// CloseHost closes the open connections to the host of a throttling
+// scope, scope being a host name (every port) or a host and port: the
+// throttler's eviction of an idle scope (throttling.Throttler.OnEvict)
+// calls it, so that a host the crawl is done with does not keep a
+// connection and a file descriptor until DOWNLOAD_IDLE_TIMEOUT. A
+// connection written to since the call began is left open. It returns how
+// many connections it closed (none with a custom Transport).
+func (d *Downloader) CloseHost(scope string) int {
+	if d.conns == nil {
+		return 0
+	}
+	return d.conns.closeHost(scope)
+}
+
+// ConnStats returns the connection counters of the tuned transport (zero
+// with a custom Transport).
+func (d *Downloader) ConnStats() ConnStats {
+	if d.conns == nil {
+		return ConnStats{}
+	}
+	return d.conns.stats()
 }
 
 // Close closes the idle connections of the downloader's transport. The

@@ -167,6 +167,11 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 	if r != nil {
 		scopes, sentAt = r.job.Scopes, r.job.SentAt
 	}
+	if len(scopes) > 0 && !sentAt.IsZero() {
+		// The delay to the scopes' next request counts from the moment
+		// this one reaches the wire (after a dial), not its admission.
+		dctx = downloader.WithWire(dctx, func() { e.thr.Wired(scopes, sentAt) })
+	}
 	for _, o := range e.observers {
 		o.RequestStarted(sentAt, req, scopes)
 	}

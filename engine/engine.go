@@ -251,6 +251,9 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 		return nil, err
 	}
 	e.thr = thr
+	// An evicted scope is a host the crawl is not using: its idle
+	// connections are closed at once rather than at DOWNLOAD_IDLE_TIMEOUT.
+	thr.OnEvict(func(scope string) { e.dl.CloseHost(scope) })
 	if err := e.restoreJob(); err != nil {
 		return nil, err
 	}

@@ -102,7 +102,11 @@ type RobotsDelaySetter interface {
 //     rescheduled (robotstxt/rescheduled_for_start_ramp) when the host's
 //     scope is pacing its first requests as the answer comes (the rate
 //     controller's start ramp, throttling.Throttler.StartRamps), so that
-//     they go out at its pace rather than together.
+//     they go out at its pace rather than together. And so are they
+//     (robotstxt/rescheduled_for_delay) when the host's scope has a delay
+//     (DOWNLOAD_DELAY, a scope's delay): the robots.txt fetch took their
+//     turn, and the server would otherwise see a request right after
+//     robots.txt.
 //   - Parsed files are kept for 24 hours (RFC 9309 asks not to use a cached
 //     copy longer) in an LRU cache of ROBOTSTXT_CACHE_SIZE origins.
 type RobotsTxt struct {
@@ -114,6 +118,7 @@ type RobotsTxt struct {
 	delays    RobotsDelaySetter
 	rl        RateLimitReader
 	ramp      StartRamper
+	views     ScopeViewer
 	now       func() time.Time
 	fetchFunc func(ctx context.Context, req *spider.Request) (*spider.Response, error)
 
@@ -130,6 +135,7 @@ type robotsEntry struct {
 	delayed bool      // a Crawl-delay was applied to the host's scope
 	paced   bool      // the answer carried RateLimit headers the host's scope reads
 	ramped  bool      // the host's scope paces its first requests (the rate controller's start ramp)
+	spaced  bool      // the host's scope has a delay: the fetch took the turn of the requests that waited for it
 	readyAt time.Time // when the Crawl-delay or the RateLimit headers were applied (crawl clock)
 	expires time.Time
 	// While robots.txt is unreachable: when it first failed, how many
@@ -168,6 +174,13 @@ type StartRamper interface {
 	StartRamps(scope string) bool
 }
 
+// ScopeViewer is what RobotsTxt asks the throttler about a host's delay:
+// whether robots.txt, fetched while requests of the host waited, took
+// their turn of the delay; *throttling.Throttler implements it.
+type ScopeViewer interface {
+	View(scope string) throttling.ScopeView
+}
+
 // NewRobotsTxt builds the middleware for a crawl. The crawler's Throttler receives
 // Crawl-delays when it implements RobotsDelaySetter.
 func NewRobotsTxt(c *spider.Crawler) (*RobotsTxt, error) {
@@ -186,6 +199,9 @@ func NewRobotsTxt(c *spider.Crawler) (*RobotsTxt, error) {
 	}
 	if r, ok := c.Throttler.(StartRamper); ok {
 		m.ramp = r
+	}
+	if v, ok := c.Throttler.(ScopeViewer); ok {
+		m.views = v
 	}
 	if c, ok := c.Throttler.(interface{ Now() time.Time }); ok {
 		m.now = c.Now // the crawl's clock, the time base of admissions
@@ -253,7 +269,7 @@ func (m *RobotsTxt) Check(ctx context.Context, req *spider.Request) error {
 		m.stat("robotstxt/forbidden")
 		return &DropError{Reason: DropReasonRobotsTxt, Err: ErrRobotsTxtDisallowed}
 	}
-	if e.delayed && (waited || robotsAdmittedBefore(ctx, e.readyAt)) || (e.paced || e.ramped) && waited {
+	if e.delayed && (waited || robotsAdmittedBefore(ctx, e.readyAt)) || (e.paced || e.ramped || e.spaced) && waited {
 		// Admitted before the origin's Crawl-delay (or quota) was known:
 		// send it again through the scheduler so the delay holds from the
 		// first request. For RateLimit headers only the requests that
@@ -264,6 +280,8 @@ func (m *RobotsTxt) Check(ctx context.Context, req *spider.Request) error {
 		case e.delayed:
 		case e.paced:
 			reason = "robots.txt_ratelimit"
+		case e.spaced && !e.ramped:
+			reason = "robots.txt_delay"
 		default:
 			reason = "robots.txt_start_ramp"
 		}
@@ -392,6 +410,9 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 	m.stat(fmt.Sprintf("robotstxt/response_status_count/%d", res.Status))
 	if m.ramp != nil && m.ramp.StartRamps(from.Host()) {
 		e.ramped = true
+	}
+	if m.views != nil && m.views.View(from.Host()).Delay > 0 {
+		e.spaced = true
 	}
 	if m.rl != nil && m.rl.ReadsRateLimit(from.Host()) {
 		// Only an announced rate (a quota policy) paces from one answer;

@@ -504,3 +504,51 @@ func TestRobotsStartRampReschedules(t *testing.T) {
 		})
 	}
 }
+
+// robotsSpaced is a throttler whose host scopes have a delay (or not).
+type robotsSpaced struct {
+	robotsDelays
+	delay float64
+}
+
+func (r *robotsSpaced) View(scope string) throttling.ScopeView {
+	return throttling.ScopeView{Delay: r.delay}
+}
+
+// The requests that waited for robots.txt are rescheduled, once, when the
+// host's scope has a delay: the robots.txt fetch took their turn, and the
+// server would otherwise see the page right after robots.txt. Without a
+// delay they go on.
+func TestRobotsDelayReschedules(t *testing.T) {
+	for _, delay := range []float64{1, 0} {
+		t.Run(fmt.Sprint("delay=", delay), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/robots.txt" {
+					io.WriteString(w, "User-agent: *\nDisallow: /private\n")
+					return
+				}
+				io.WriteString(w, "page")
+			}))
+			defer srv.Close()
+			d := &robotsSpaced{robotsDelays: robotsDelays{got: map[string]time.Duration{}}, delay: delay}
+			st := stats.New()
+			m, err := NewRobotsTxt(&spider.Crawler{Settings: settings.New(), Stats: st, Throttler: d, Download: robotsDownload})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = robotsCheck(m, srv.URL+"/a")
+			var resched *RescheduleError
+			if got := errors.As(err, &resched); got != (delay > 0) {
+				t.Fatalf("first request (waited for robots.txt): %v, want a reschedule %v", err, delay > 0)
+			}
+			if n := st.Get("robotstxt/rescheduled_for_delay"); delay > 0 && (resched.Reason != "robots.txt_delay" || n != 1) {
+				t.Errorf("reschedule reason %q, stat %v; want robots.txt_delay, 1", resched.Reason, n)
+			}
+			// Sent again (robots.txt known), it goes.
+			admitted := throttling.WithSentAt(context.Background(), time.Now())
+			if err := m.Check(admitted, spider.MustRequest(srv.URL+"/a", nil)); err != nil {
+				t.Errorf("the request sent again: %v, want it sent", err)
+			}
+		})
+	}
+}

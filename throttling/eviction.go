@@ -103,6 +103,20 @@ func (t *Throttler) removeLocked(e *scopeEntry) {
 	delete(t.scopes, e.name)
 	t.evictions++
 	t.dbg.Info().Str("scope", e.name).Str("reason", "evicted").Msg("throttling: idle scope state evicted")
+	for _, fn := range t.onEvict {
+		fn(e.name)
+	}
+}
+
+// OnEvict registers fn to be called with the name of every scope whose
+// state is evicted (an idle scope: nothing in flight, no backoff). The
+// engine closes the evicted host's idle connections with it
+// (downloader.Downloader.CloseHost). fn is called with the throttler's
+// lock held: it must be quick and must not call back into the throttler.
+func (t *Throttler) OnEvict(fn func(scope string)) {
+	t.mu.Lock()
+	t.onEvict = append(t.onEvict, fn)
+	t.mu.Unlock()
 }
 
 // Len returns the number of scope states held in memory.

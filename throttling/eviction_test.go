@@ -132,3 +132,25 @@ func TestIdleRules(t *testing.T) {
 		}
 	}
 }
+
+// OnEvict hears of every evicted scope, and only of those: the engine
+// closes their hosts' idle connections.
+func TestOnEvictNamesEvictedScopes(t *testing.T) {
+	th, fc := newTestThrottler(t, "THROTTLING_SCOPE_LIMIT", 2, "THROTTLING_SCOPE_MAX_IDLE", 0.0, "DOWNLOAD_DELAY", 0.0)
+	var evicted []string
+	th.OnEvict(func(scope string) { evicted = append(evicted, scope) })
+	ctx := context.Background()
+	req := spider.MustRequest("https://example.com/", nil)
+	busy := scopesOf("busy.example")
+	th.Sent(t0, busy) // in flight: never evicted
+	for i, h := range []string{"a.example", "b.example", "c.example"} {
+		now := t0.Add(time.Duration(i+1) * time.Second)
+		fc.Set(now)
+		sc := scopesOf(h)
+		th.Sent(now, sc)
+		th.Done(ctx, req, sc, now, nil, nil)
+	}
+	if want := []string{"a.example", "b.example"}; fmt.Sprint(evicted) != fmt.Sprint(want) {
+		t.Errorf("OnEvict heard %v, want %v", evicted, want)
+	}
+}

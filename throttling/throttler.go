@@ -92,6 +92,7 @@ type Throttler struct {
 	robots    map[string]time.Duration // robots.txt Crawl-delay by scope, capped
 	warned    map[string]bool          // robots.txt conflicts already logged
 	watchers  []func(scope string)
+	onEvict   []func(scope string)
 	changed   chan struct{} // closed and replaced on a state change, when changedTaken
 	// changedTaken: an Admit waits on changed, so the next state change
 	// closes it; with nobody waiting (the scheduler-gated path) there is

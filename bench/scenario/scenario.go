@@ -25,6 +25,10 @@ type Scenario struct {
 	Concurrency int
 	// Variants are the crawler configurations run against the site.
 	Variants []Variant
+	// Broad, when set, makes this a broad crawl: its site is
+	// bench/cmd/broad's server (Site is unused) and its run is
+	// bench/cmd/broad's.
+	Broad *Broad
 	// RSSEvery, when not 0, makes the runner record its resident set size
 	// every RSSEvery responses (the memory curve of a long crawl).
 	RSSEvery int
@@ -57,6 +61,13 @@ type Variant struct {
 
 // Hosts returns the host names of s's site.
 func (s Scenario) Hosts() []string {
+	if b := s.Broad; b != nil {
+		out := make([]string, b.Hosts)
+		for i := range out {
+			out[i] = b.HostName(i)
+		}
+		return out
+	}
 	out := make([]string, len(s.Site.Hosts))
 	for i, h := range s.Site.Hosts {
 		out[i] = h.Name
@@ -175,6 +186,11 @@ func All() []Scenario {
 		},
 		s4("S4-alone", false),
 		s4("S4-mixed", true),
+		broad("S4-broad", 2000, 50),
+		// The same on a busy machine, or for a quick look.
+		broad("S4-broad-small", 500, 20),
+		// The fd-budget case: run it under ulimit -n 1024.
+		broad("S4-broad-10k", 10000, 20),
 	}
 }
 

@@ -99,6 +99,9 @@ func mainErr(bin, only, variants, servers, csvPath string, repeat int) error {
 		if !want[sc.Name] && !want[strings.SplitN(sc.Name, "-", 2)[0]] {
 			continue
 		}
+		if sc.Broad != nil {
+			continue // broad crawls have their own driver: bench/cmd/broad (bench/broad.sh)
+		}
 		if err := canServe(sc, serverList); err != nil {
 			return err
 		}

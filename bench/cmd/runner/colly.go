@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/url"
 	"sync/atomic"
 
 	"github.com/gocolly/colly/v2"
@@ -18,7 +19,20 @@ func runColly(_ context.Context, sc scenario.Scenario, v scenario.Variant, start
 	var res Result
 	var responses, ok, errs atomic.Int64
 	c := colly.NewCollector(colly.Async(true))
-	if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: sc.Concurrency, Delay: v.CollyDelay}); err != nil {
+	if sc.Broad != nil {
+		// A broad crawl: one LimitRule per host (its delay, one request
+		// at a time), robots.txt obeyed, as a polite Colly crawl is set up.
+		c.IgnoreRobotsTxt = false
+		for _, s := range starts {
+			u, err := url.Parse(s)
+			if err != nil {
+				return res, err
+			}
+			if err := c.Limit(&colly.LimitRule{DomainGlob: u.Host, Parallelism: 1, Delay: v.CollyDelay}); err != nil {
+				return res, err
+			}
+		}
+	} else if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: sc.Concurrency, Delay: v.CollyDelay}); err != nil {
 		return res, err
 	}
 	c.OnHTML("a[href]", func(e *colly.HTMLElement) {

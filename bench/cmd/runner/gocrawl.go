@@ -47,6 +47,11 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 			return res, err
 		}
 	}
+	if closeAfter > 0 {
+		if err := set.Set("CLOSESPIDER_TIMEOUT", closeAfter, settings.SourceCommandLine, "bench -close-after"); err != nil {
+			return res, err
+		}
+	}
 	mon, err := metrics.NewMonitor(set, metrics.MonitorOptions{})
 	if err != nil {
 		return res, err
@@ -102,6 +107,9 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 	res.Errors = snap.Global.Completed() - snap.Global.OK
 	return res, nil
 }
+
+// closeAfter is the -close-after flag.
+var closeAfter float64
 
 // jobSyncDelay is the -jobdir-sync-delay flag.
 var jobSyncDelay time.Duration

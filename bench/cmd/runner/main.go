@@ -48,6 +48,8 @@ func main() {
 	name := flag.String("scenario", "", "scenario name")
 	variant := flag.String("variant", "", "variant of the scenario (gocrawl, colly, ...)")
 	urlsJSON := flag.String("urls", "", `JSON object of host name -> base URL, as printed by the site command`)
+	flag.Float64Var(&closeAfter, "close-after", 0, "gocrawl: stop the crawl after this many seconds (CLOSESPIDER_TIMEOUT), so a long run still reports")
+	urlsFile := flag.String("urls-file", "", "file holding the -urls JSON (for sites of many hosts)")
 	rssEvery := flag.Int64("rss-every", 0, "record the resident set size every N responses (0: never)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the crawl to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the crawl to this file")
@@ -76,6 +78,14 @@ func main() {
 	}
 	if *memProfile != "" {
 		runtime.MemProfileRate = 64 << 10
+	}
+	if *urlsFile != "" {
+		b, err := os.ReadFile(*urlsFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "runner: -urls-file:", err)
+			os.Exit(2)
+		}
+		*urlsJSON = string(b)
 	}
 	counter := newProgress(*rssEvery)
 	if *heapProfile != "" {

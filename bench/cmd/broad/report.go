@@ -1,0 +1,183 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/gocrawl/gocrawl/bench/scenario"
+)
+
+// Report is a broad crawl measured from the server side, with the crawler
+// process's CPU time and peak RSS.
+type Report struct {
+	Scenario string `json:"scenario"`
+	Variant  string `json:"variant"`
+	Hosts    int    `json:"hosts"`
+	// Pages is how many distinct pages were answered 200, of Want.
+	Pages int `json:"pages"`
+	Want  int `json:"want"`
+	// Requests counts every request that arrived (robots.txt included),
+	// Robots the robots.txt ones.
+	Requests int `json:"requests"`
+	Robots   int `json:"robots"`
+	// LastOKSeconds is the time from the crawler's start to the last 200;
+	// LimitSeconds the physical limit (the slowest host's minimal time).
+	LastOKSeconds float64 `json:"last_ok_s"`
+	LimitSeconds  float64 `json:"limit_s"`
+	// MedianDoneSeconds are, by host class, the median time at which a
+	// host's last page was answered.
+	MedianDoneSeconds map[string]float64 `json:"median_done_s"`
+	// Refused counts the 429s; InRetryAfter the requests that arrived
+	// while a Retry-After sent to the crawler still ran.
+	Refused      int `json:"refused"`
+	InRetryAfter int `json:"in_retry_after"`
+	// GapHosts counts the hosts with a gap between two requests under the
+	// delay's jitter range (half the host's delay: RANDOMIZE_DOWNLOAD_DELAY),
+	// less Tolerance; Gaps counts those gaps; WorstGapMs is the largest
+	// shortfall (how far under the range the worst gap was).
+	// RobotsGapHosts counts, apart, the hosts whose only short gap is
+	// between robots.txt and the request after it.
+	RobotsGapHosts int `json:"robots_gap_hosts"`
+	GapHosts       int `json:"gap_hosts"`
+	// GapClasses counts the hosts with a short gap by class; GapsAfterDial
+	// the short gaps whose first request came on a new connection.
+	GapClasses    map[string]int `json:"gap_classes,omitempty"`
+	GapsAfterDial int            `json:"gaps_after_dial"`
+	Gaps          int            `json:"gaps"`
+	WorstGapMs    float64        `json:"worst_gap_ms"`
+	ToleranceMs   float64        `json:"tolerance_ms"`
+	// Accepts is the connections the servers accepted.
+	Accepts int64 `json:"accepts"`
+	// FirstRequest are the median and the latest of the hosts' first
+	// request times (any request, robots.txt included), from the start.
+	FirstMedianSeconds float64 `json:"first_median_s"`
+	FirstMaxSeconds    float64 `json:"first_max_s"`
+	// Crawler process.
+	WallSeconds float64 `json:"wall_s"`
+	CPUSeconds  float64 `json:"cpu_s"`
+	CPUPerPage  float64 `json:"cpu_ms_per_page"`
+	PeakRSSMB   float64 `json:"peak_rss_mb"`
+	TimedOut    bool    `json:"timed_out,omitempty"`
+	NoFile      int     `json:"nofile,omitempty"`
+}
+
+// tolerance is how far under the jitter range a gap may be and still be
+// counted polite: the server stamps a request when its handler starts, a
+// little later for a request on a new connection (accept, a goroutine)
+// than for one on an open connection.
+const tolerance = 2 * time.Millisecond
+
+func (s *site) report(start time.Time) Report {
+	b := s.b
+	r := Report{Hosts: b.Hosts, Want: b.Hosts * b.Pages, LimitSeconds: b.PhysicalLimit().Seconds(),
+		ToleranceMs: float64(tolerance) / float64(time.Millisecond), MedianDoneSeconds: map[string]float64{}, GapClasses: map[string]int{}}
+	var firsts []float64
+	done := map[string][]float64{}
+	for _, h := range s.hosts {
+		h.mu.Lock()
+		r.Accepts += h.accepts.Load()
+		r.Pages += len(h.okPages)
+		r.Requests += len(h.reqs)
+		r.Refused += h.refused
+		r.InRetryAfter += h.inWindow
+		if !h.lastOK.IsZero() {
+			at := h.lastOK.Sub(start).Seconds()
+			r.LastOKSeconds = max(r.LastOKSeconds, at)
+			if len(h.okPages) == b.Pages {
+				done[h.class] = append(done[h.class], at)
+			}
+		}
+		if len(h.reqs) > 0 {
+			firsts = append(firsts, h.reqs[0].at.Sub(start).Seconds())
+		}
+		lo := b.MinDelay(h.class) / 2
+		bad, robotsBad := false, false
+		for k := 1; k < len(h.reqs); k++ {
+			gap := h.reqs[k].at.Sub(h.reqs[k-1].at)
+			if gap >= lo-tolerance {
+				continue
+			}
+			if h.reqs[k-1].robots || h.reqs[k].robots {
+				robotsBad = true
+				continue
+			}
+			r.Gaps++
+			bad = true
+			if h.reqs[k-1].fresh {
+				r.GapsAfterDial++
+			}
+			r.WorstGapMs = max(r.WorstGapMs, float64(lo-gap)/float64(time.Millisecond))
+		}
+		if robotsBad && !bad {
+			r.RobotsGapHosts++
+		}
+		for _, a := range h.reqs {
+			if a.robots {
+				r.Robots++
+			}
+		}
+		if bad {
+			r.GapHosts++
+			r.GapClasses[h.class]++
+		}
+		h.mu.Unlock()
+	}
+	r.FirstMedianSeconds = median(firsts)
+	if len(firsts) > 0 {
+		r.FirstMaxSeconds = slices.Max(firsts)
+	}
+	for c, v := range done {
+		r.MedianDoneSeconds[c] = median(v)
+	}
+	return r
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func (r Report) print(w io.Writer) {
+	pct := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return 100 * a / b
+	}
+	fmt.Fprintf(w, "%s / %s: %d hosts", r.Scenario, r.Variant, r.Hosts)
+	if r.NoFile > 0 {
+		fmt.Fprintf(w, ", crawler under ulimit -n %d", r.NoFile)
+	}
+	if r.TimedOut {
+		fmt.Fprintf(w, " (stopped at the time limit)")
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  pages                 %d of %d (%.1f %%)\n", r.Pages, r.Want, pct(float64(r.Pages), float64(r.Want)))
+	fmt.Fprintf(w, "  time to last 200      %.1f s (physical limit %.1f s: %.2fx)\n", r.LastOKSeconds, r.LimitSeconds, r.LastOKSeconds/r.LimitSeconds)
+	fmt.Fprintf(w, "  hosts done (median)   ")
+	for _, c := range []string{scenario.ClassNormal, scenario.ClassSlow, scenario.ClassStrict, scenario.ClassCrawlDelay} {
+		if v, ok := r.MedianDoneSeconds[c]; ok {
+			fmt.Fprintf(w, "%s %.1f s  ", c, v)
+		} else {
+			fmt.Fprintf(w, "%s -  ", c)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  requests              %d (%d robots.txt)\n", r.Requests, r.Robots)
+	fmt.Fprintf(w, "  429s                  %d (%.2f %% of requests)\n", r.Refused, pct(float64(r.Refused), float64(r.Requests)))
+	fmt.Fprintf(w, "  inside Retry-After    %d\n", r.InRetryAfter)
+	fmt.Fprintf(w, "  gaps under jitter     %d hosts, %d gaps between pages (worst %.1f ms under; tolerance %.0f ms); %d more hosts only next to robots.txt\n",
+		r.GapHosts, r.Gaps, r.WorstGapMs, r.ToleranceMs, r.RobotsGapHosts)
+	if r.Gaps > 0 {
+		fmt.Fprintf(w, "                        by class %v; %d of the gaps after a request on a new connection\n", r.GapClasses, r.GapsAfterDial)
+	}
+	fmt.Fprintf(w, "  connections accepted  %d (%.3f per request)\n", r.Accepts, float64(r.Accepts)/max(1, float64(r.Requests)))
+	fmt.Fprintf(w, "  first request         median %.2f s, last host %.2f s\n", r.FirstMedianSeconds, r.FirstMaxSeconds)
+	fmt.Fprintf(w, "  crawler               wall %.1f s, CPU %.1f s (%.3f ms/page), peak RSS %.0f MB\n", r.WallSeconds, r.CPUSeconds, r.CPUPerPage, r.PeakRSSMB)
+}

@@ -1,0 +1,66 @@
+package throttling
+
+import "time"
+
+// The delay counts from the wire.
+//
+// A request is admitted (Sent, Admit: the gate's LastSent) before the
+// downloader has a connection for it. On a reused connection it reaches
+// the server at once; on a new one, after the dial and the TLS handshake,
+// which may take tens of milliseconds. Counting the next request's delay
+// from the admission would then let the server see a gap shorter than the
+// delay (the next request, on the now open connection, goes out at once).
+// So the engine reports when each request was written to its connection
+// (Wired), and the gate moves that request's send time there: the delay
+// to the next request counts from the later of the admission and the
+// moment the request reached the wire.
+
+// WireRecorder is an optional ScopeManager method: the request admitted at
+// sentAt was written to its connection at now. The default
+// ThrottlingScopeManager implements it (Gate.RecordWired).
+type WireRecorder interface {
+	RecordWired(now, sentAt time.Time)
+}
+
+// RecordWired moves the send time of the request sent at sentAt to now,
+// the moment it was written to its connection, when it is still the last
+// send and now is later: the delay to the next send counts from there,
+// with the same jitter factor. A request written after another was
+// admitted changes nothing (the next send's turn is already taken), and
+// its turn can no longer be given back (it reached the server).
+func (g *Gate) RecordWired(sentAt, now time.Time) {
+	s := &g.State
+	if !s.LastSent.Equal(sentAt) || !now.After(sentAt) {
+		return
+	}
+	s.LastSent = now
+	s.HasPrev, s.PrevSent, s.PrevJitterF = false, time.Time{}, 0
+}
+
+// RecordWired implements WireRecorder.
+func (m *ThrottlingScopeManager) RecordWired(now, sentAt time.Time) {
+	m.gate.RecordWired(sentAt, now)
+}
+
+// Wired records that the request admitted at sentAt with scopes was
+// written to its connection now (the throttler's clock): in each scope
+// where it is still the last send, the delay to the next request counts
+// from now (see WireRecorder). The engine calls it from the downloader's
+// report (downloader.WithWire). Scopes whose state was evicted meanwhile,
+// and the scopes of a distributed crawl (Options.Shared), whose send times
+// live in the shared store, are left as they are.
+func (t *Throttler) Wired(scopes Scopes, sentAt time.Time) {
+	if t.shared != nil || sentAt.IsZero() {
+		return
+	}
+	now := t.clock.Now()
+	t.mu.Lock()
+	for _, s := range scopes {
+		if e, ok := t.scopes[s.Name]; ok {
+			if r, ok := e.mgr.(WireRecorder); ok {
+				r.RecordWired(now, sentAt)
+			}
+		}
+	}
+	t.mu.Unlock()
+}
