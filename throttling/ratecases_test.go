@@ -31,15 +31,15 @@ type rateCase struct {
 	// The strict host: a token bucket of rate (burst 5), answering
 	// status (429) with Retry-After unless bare, with RateLimit headers
 	// in format when set, following schedule.
-	rate     float64
-	burst    int // 0: 5
-	status   int
-	bare     bool
+	rate   float64
+	burst  int // 0: 5
+	status int
+	bare   bool
 	// retryAfter > 0 is announced on every refusal instead of the
 	// bucket's computed wait.
 	retryAfter time.Duration
-	headers  simsite.RateLimitFormat
-	schedule []simsite.RateChange
+	headers    simsite.RateLimitFormat
+	schedule   []simsite.RateChange
 	// capacity > 0 replaces the bucket by a host that never refuses and
 	// slows down beyond capacity requests in progress (latency fixed).
 	capacity int
