@@ -85,7 +85,23 @@ type loopState struct {
 	workers sync.WaitGroup
 
 	// lowWater is the queue length below which start requests are pulled.
+	// Above it they are still pulled while fewer than lowWater of those
+	// pulled wait in the queue (pendingStarts): a queue full of requests
+	// waiting out their host's delay (the pages callbacks found) must not
+	// keep the seeds of idle hosts waiting, and the start requests held
+	// in memory stay bounded all the same.
 	lowWater int
+	// pendingStarts are the start requests queued and not yet started,
+	// by identity (a queue that stores requests elsewhere hands back
+	// copies: those are never matched, and pulling falls back to the
+	// queue's length once lowWater of them are counted).
+	pendingStarts map[*spider.Request]struct{}
+	// starved: the latest turn left a slot free with nothing ready in the
+	// queue. Start requests are then pulled (up to the free slots a turn)
+	// while the queue is below startsCap, even with lowWater of them
+	// waiting: those wait for a host that something else holds back.
+	starved   bool
+	startsCap int
 	// maxActive caps the jobs between download and acknowledgement (0 =
 	// no cap). Callbacks run after their slot is freed, so slow callbacks
 	// slow the crawl down instead of piling up responses in memory.
@@ -111,6 +127,8 @@ func (e *Engine) newLoop(ctx context.Context, done <-chan struct{}) *loopState {
 	l.next, l.stopStarts = iter.Pull2(starts)
 	l.flusher, _ = e.sched.(scheduler.Flusher)
 	l.lowWater = max(4*e.maxInflight, 256)
+	l.pendingStarts = map[*spider.Request]struct{}{}
+	l.startsCap = startsCapFactor * l.lowWater
 	if e.maxInflight > 0 {
 		l.maxActive = 2*e.maxInflight + 16
 	}
@@ -166,12 +184,23 @@ func (l *loopState) beginStop(reason string) {
 	l.e.log.Info().Str("reason", reason).Int("in_flight", l.active).Msg("closing spider: letting in-flight requests finish")
 }
 
+// startsCapFactor bounds the queue start requests are pulled into while
+// the scheduler is starved, as a multiple of lowWater (16 × 1,024 queued
+// requests at CONCURRENT_REQUESTS 256).
+const startsCapFactor = 16
+
 // feedStarts is step 1: it keeps the scheduler fed with start requests,
-// lazily: at most lowWater per turn, so that a spider yielding mostly
-// duplicates does not keep the loop from scheduling.
+// lazily: at most lowWater per turn (the free slots when only starvation
+// asks for them), so that a spider yielding mostly duplicates does not
+// keep the loop from scheduling.
 func (l *loopState) feedStarts() {
 	e := l.e
-	for pulled := 0; l.wantStarts() && pulled < l.lowWater; pulled++ {
+	limit := l.lowWater
+	if !l.belowWater() {
+		limit = l.freeSlots()
+	}
+	defer func() { l.starved = false }() // until a turn finds nothing ready again
+	for pulled := 0; l.wantStarts() && pulled < limit; pulled++ {
 		req, err, ok := l.next()
 		if !ok {
 			l.startsDone = true
@@ -189,16 +218,46 @@ func (l *loopState) feedStarts() {
 			l.sawStart = true
 			e.fetch.ObserveStart(req)
 		}
-		e.enqueue(l.ctx, req)
+		if e.enqueue(l.ctx, req) {
+			l.pendingStarts[req] = struct{}{}
+		}
+	}
+}
+
+// started forgets a started job's request as a pending start request.
+func (l *loopState) started(job *scheduler.Job) {
+	if len(l.pendingStarts) > 0 {
+		delete(l.pendingStarts, job.Req)
 	}
 }
 
 // wantStarts reports whether start requests should be pulled now: some
-// are left, no stop is under way, the queue is below its low-water mark,
-// and in a shared job this worker is the seeder.
+// are left, no stop is under way, in a shared job this worker is the
+// seeder, and either the queue is below its low-water mark, or fewer than
+// lowWater start requests wait in it, or the scheduler is starved (a free
+// slot and nothing ready) with the queue below startsCap.
 func (l *loopState) wantStarts() bool {
 	e := l.e
-	return !l.startsDone && l.stopping == "" && e.sched.Len() < l.lowWater && (e.shared == nil || e.shared.Seeding())
+	if l.startsDone || l.stopping != "" || e.shared != nil && !e.shared.Seeding() {
+		return false
+	}
+	return l.belowWater() || l.starved && l.freeSlots() > 0 && e.sched.Len() < l.startsCap
+}
+
+// belowWater reports whether start requests are wanted whatever the
+// scheduler is doing: the queue below lowWater, or fewer than lowWater of
+// the start requests pulled still waiting in it.
+func (l *loopState) belowWater() bool {
+	return len(l.pendingStarts) < l.lowWater || l.e.sched.Len() < l.lowWater
+}
+
+// freeSlots is how many more downloads the global limit allows now
+// (lowWater when there is none).
+func (l *loopState) freeSlots() int {
+	if l.e.maxInflight == 0 {
+		return l.lowWater
+	}
+	return max(l.e.maxInflight-l.inflight, 0)
 }
 
 // flush is step 1b: with a scheduler whose storage groups its writes
@@ -241,6 +300,7 @@ func (l *loopState) startRequests() (wake time.Duration) {
 			return 0
 		}
 		if job == nil {
+			l.starved = true // a slot is free and nothing queued is ready
 			return w
 		}
 		if !isOffline(job.Req) {
@@ -249,6 +309,7 @@ func (l *loopState) startRequests() (wake time.Duration) {
 		l.inflight++
 		l.active++
 		e.stats.Max("engine/peak_inflight", float64(l.inflight))
+		l.started(job)
 		l.dispatch(job)
 	}
 	return 0
@@ -275,12 +336,14 @@ func (l *loopState) startBatches(b scheduler.Batcher) time.Duration {
 			return 0
 		}
 		if len(jobs) == 0 {
+			l.starved = true
 			return w
 		}
 		for _, job := range jobs {
 			l.inflight++
 			l.active++
 			e.stats.Max("engine/peak_inflight", float64(l.inflight))
+			l.started(job)
 			l.dispatch(job)
 		}
 	}
@@ -412,21 +475,23 @@ func (l *loopState) handleEvents(ev event) {
 	}
 }
 
-func (e *Engine) enqueue(ctx context.Context, req *spider.Request) {
+// enqueue queues req, and reports whether it was queued (not filtered as
+// a duplicate nor rejected).
+func (e *Engine) enqueue(ctx context.Context, req *spider.Request) bool {
 	if req == nil {
-		return
+		return false
 	}
 	ok, err := e.sched.Enqueue(ctx, req)
 	if err != nil {
 		if errors.Is(err, pqueue.ErrStorage) {
 			e.fail(e.storageReason(err), fmt.Errorf("queueing %s: %w", req.URL.Redacted(), err))
-			return
+			return false
 		}
 		e.stats.Inc("scheduler/rejected", 1)
 		e.log.Error().Err(err).Str("url", req.URL.Redacted()).Msg("request rejected by the scheduler")
-		return
+		return false
 	}
-	_ = ok
+	return ok
 }
 
 // storageReason is the reason a scheduler error stops the crawl with:

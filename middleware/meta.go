@@ -18,6 +18,10 @@ const (
 	MetaMaxRetryTimes = "max_retry_times"
 	// MetaRetryTimes (int) counts the retries made so far; set by Retry.
 	MetaRetryTimes = "retry_times"
+	// MetaRetryRefusals (int) counts the times a host refused the request
+	// by rate limit (429 or 503 with Retry-After); set by Retry, capped by
+	// RETRY_REFUSED_TIMES.
+	MetaRetryRefusals = "retry_refusals"
 
 	// MetaDontRedirect (bool) passes 3xx responses and refreshes through.
 	MetaDontRedirect = "dont_redirect"

@@ -33,8 +33,19 @@ func init() { RegisterDownloader("Retry", newRetry) }
 // errback, or the last response is passed on (HttpError then turns a 5xx
 // into an error for the errback). Stats: retry/count,
 // retry/reason_count/<reason>, retry/max_reached.
+//
+// Refusals are not failures. A 429 or 503 that carries Retry-After is the
+// host's rate limit speaking: the page is fine, the host asks to be asked
+// later, and the throttler already holds the host's scope until then. Such
+// a refusal is rescheduled without spending the page's RETRY_TIMES and
+// without lowering its priority; it counts against RETRY_REFUSED_TIMES
+// (the retry_refusals meta), a separate cap so that a host that refuses
+// forever still ends. Stats: retry/refused_count,
+// retry/refused_max_reached. See docs/throttling.md, "Retries and
+// refusals".
 type Retry struct {
 	times          int
+	refusedTimes   int
 	codes          map[int]bool
 	kinds          []error
 	priorityAdjust int
@@ -53,6 +64,7 @@ func newRetry(c *spider.Crawler) (Downloader, error) {
 	}
 	r := &Retry{
 		times:          s.Int("RETRY_TIMES"),
+		refusedTimes:   s.Int("RETRY_REFUSED_TIMES"),
 		codes:          map[int]bool{},
 		kinds:          kinds,
 		priorityAdjust: s.Int("RETRY_PRIORITY_ADJUST"),
@@ -94,6 +106,12 @@ func (r *Retry) WrapFetcher(next Fetcher) Fetcher {
 			}
 			return nil, err
 		}
+		if r.codes[res.Status] && isRefusal(res) {
+			if nr := r.retryRefused(req, statusReason(res.Status)); nr != nil {
+				return nil, &RescheduleError{Requests: []*spider.Request{nr}, Reason: "retry"}
+			}
+			return res, nil
+		}
 		if r.codes[res.Status] {
 			if nr := r.retry(req, statusReason(res.Status)); nr != nil {
 				return nil, &RescheduleError{Requests: []*spider.Request{nr}, Reason: "retry"}
@@ -121,6 +139,42 @@ func (r *Retry) retry(req *spider.Request, reason string) *spider.Request {
 		max = n
 	}
 	return RetryRequest(req, reason, max, r.priorityAdjust, r.stats, r.log)
+}
+
+// isRefusal reports whether res is a host's refusal by rate limit rather
+// than a failure: a 429 or 503 with a Retry-After header.
+func isRefusal(res *spider.Response) bool {
+	if res.Status != http.StatusTooManyRequests && res.Status != http.StatusServiceUnavailable {
+		return false
+	}
+	return res.Header != nil && res.Header.Get("Retry-After") != ""
+}
+
+// retryRefused returns a copy of req to schedule after a refusal (its
+// retry_refusals meta incremented, its retry_times and priority kept), or
+// nil when req has been refused RETRY_REFUSED_TIMES times already.
+func (r *Retry) retryRefused(req *spider.Request, reason string) *spider.Request {
+	n, _ := metaInt(req, MetaRetryRefusals)
+	n++
+	if n > r.refusedTimes {
+		if r.stats != nil {
+			r.stats.Inc("retry/refused_max_reached", 1)
+		}
+		r.log.Debug().Str("request", RedactedRequest(req)).Int("refusals", n-1).Str("reason", reason).
+			Msg("gave up after the host's refusals")
+		return nil
+	}
+	nr := req.Clone()
+	nr.Set(MetaRetryRefusals, n)
+	clearCopyMeta(nr)
+	nr.DontFilter = true
+	if r.stats != nil {
+		r.stats.Inc("retry/refused_count", 1)
+		r.stats.Inc("retry/reason_count/"+reason, 1)
+	}
+	r.log.Debug().Str("request", RedactedRequest(req)).Int("refusal", n).Int("max", r.refusedTimes).Str("reason", reason).
+		Msg("refused by the host's rate limit; rescheduled")
+	return nr
 }
 
 // RetryRequest returns a copy of req to schedule as a retry, or nil when

@@ -109,3 +109,76 @@ func TestRetryRequestForCallbacks(t *testing.T) {
 		t.Error("the original request was modified")
 	}
 }
+
+// A host's refusal by rate limit (429 or 503 with Retry-After) is not a
+// failure: it is rescheduled without spending RETRY_TIMES nor lowering the
+// priority, up to RETRY_REFUSED_TIMES; a status without Retry-After (or
+// not a refusal status) is retried as before.
+func TestRetryRefusalsDoNotSpendTheRetries(t *testing.T) {
+	ra := http.Header{"Retry-After": {"2"}}
+	tests := []struct {
+		name string
+		set  map[string]any
+		// answers, in turn; the last one repeats.
+		answers      []int
+		headers      []http.Header
+		wantRefusals int // reschedules counted as refusals
+		wantRetries  int // counted against RETRY_TIMES
+		wantStatus   int
+		wantRefMax   float64
+		wantMax      float64
+	}{
+		{name: "five 429s with Retry-After, then 200", answers: []int{429, 429, 429, 429, 429, 200}, headers: []http.Header{ra, ra, ra, ra, ra, nil},
+			wantRefusals: 5, wantStatus: 200},
+		{name: "503 with Retry-After is a refusal", answers: []int{503, 200}, headers: []http.Header{ra, nil}, wantRefusals: 1, wantStatus: 200},
+		{name: "refusals and failures are counted apart", answers: []int{429, 500, 429, 500, 429, 500}, headers: []http.Header{ra, nil, ra, nil, ra, nil},
+			wantRefusals: 3, wantRetries: 2, wantStatus: 500, wantMax: 1},
+		{name: "a host that refuses forever ends", set: map[string]any{"RETRY_REFUSED_TIMES": 4}, answers: []int{429}, headers: []http.Header{ra},
+			wantRefusals: 4, wantStatus: 429, wantRefMax: 1},
+		{name: "429 without Retry-After spends the retries", answers: []int{429}, headers: []http.Header{nil}, wantRetries: 2, wantStatus: 429, wantMax: 1},
+		{name: "500 with Retry-After is a failure", answers: []int{500}, headers: []http.Header{ra}, wantRetries: 2, wantStatus: 500, wantMax: 1},
+		{name: "429 not in RETRY_HTTP_CODES", set: map[string]any{"RETRY_HTTP_CODES": []int{503}}, answers: []int{429}, headers: []http.Header{ra}, wantStatus: 429},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newCrawler(t, nil, only(tt.set, "Retry"))
+			calls := 0
+			inner := FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
+				i := min(calls, len(tt.answers)-1)
+				calls++
+				h := http.Header{}
+				if tt.headers[i] != nil {
+					h = tt.headers[i].Clone()
+				}
+				return &spider.Response{URL: req.URL, Status: tt.answers[i], Header: h, Request: req}, nil
+			})
+			req := spider.MustRequest("http://127.0.0.1/p", nil)
+			req.Priority = 10
+			res, err, seen := follow(context.Background(), chainFor(t, c, inner), req, 50)
+			if err != nil || res.Status != tt.wantStatus {
+				t.Fatalf("outcome = %v, %v; want status %d", res, err, tt.wantStatus)
+			}
+			last := seen[len(seen)-1]
+			refusals, _ := metaInt(last, MetaRetryRefusals)
+			retries, _ := metaInt(last, MetaRetryTimes)
+			if refusals != tt.wantRefusals || retries != tt.wantRetries {
+				t.Errorf("retry_refusals = %d, retry_times = %d; want %d, %d", refusals, retries, tt.wantRefusals, tt.wantRetries)
+			}
+			if want := 10 - tt.wantRetries; last.Priority != want {
+				t.Errorf("priority = %d, want %d (only failures lower it)", last.Priority, want)
+			}
+			if got := c.Stats.Get("retry/refused_count"); got != float64(tt.wantRefusals) {
+				t.Errorf("retry/refused_count = %v, want %d", got, tt.wantRefusals)
+			}
+			if got := c.Stats.Get("retry/count"); got != float64(tt.wantRetries) {
+				t.Errorf("retry/count = %v, want %d", got, tt.wantRetries)
+			}
+			if got := c.Stats.Get("retry/refused_max_reached"); got != tt.wantRefMax {
+				t.Errorf("retry/refused_max_reached = %v, want %v", got, tt.wantRefMax)
+			}
+			if got := c.Stats.Get("retry/max_reached"); got != tt.wantMax {
+				t.Errorf("retry/max_reached = %v, want %v", got, tt.wantMax)
+			}
+		})
+	}
+}

@@ -38,6 +38,7 @@ func init() {
 		// Retry.
 		{Name: "RETRY_ENABLED", Type: Bool, Default: true, Doc: "Retry failed downloads and responses with a RETRY_HTTP_CODES status."},
 		{Name: "RETRY_TIMES", Type: NonNegative(Int), Default: 2, Doc: "Maximum retries per request, after the first attempt (the max_retry_times meta overrides it)."},
+		{Name: "RETRY_REFUSED_TIMES", Type: NonNegative(Int), Default: 20, Doc: "Maximum reschedules per request refused by a host's rate limit (a 429 or 503 with Retry-After, when its status is in RETRY_HTTP_CODES); such refusals do not spend RETRY_TIMES."},
 		{Name: "RETRY_HTTP_CODES", Type: IntList, Default: []int{500, 502, 503, 504, 522, 524, 408, 429}, Doc: "Response statuses that are retried."},
 		{Name: "RETRY_EXCEPTIONS", Type: StringList, Default: []string{"DownloadFailedError", "DownloadTimeoutError", "ResponseDataLossError", "ProxyError"}, Doc: "Download error kinds (registered names) that are retried."},
 		{Name: "RETRY_PRIORITY_ADJUST", Type: Int, Default: -1, Doc: "Added to a request's priority for each retry."},

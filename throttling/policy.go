@@ -36,6 +36,7 @@ type Policy struct {
 	backoffState
 	rampState
 	rateState
+	gapState
 	latencyState
 }
 
@@ -182,6 +183,12 @@ func (p *Policy) Params(now time.Time) GateParams {
 	if p.backingOff() {
 		j = p.cfg.Backoff.Jitter // BACKOFF_JITTER overrides RANDOMIZE_DOWNLOAD_DELAY during backoff and pacing
 	}
+	if p.rcOn && p.rcSingle() && p.rcInterval() >= p.levelDelay(p.baseDelay, p.level) {
+		// The controller's interval is the delay, and a shorter gap is
+		// refused (rcSingle): the jitter only lengthens it.
+		j[0] = max(j[0], 0)
+		j[1] = max(j[1], j[0])
+	}
 	blocked := p.blockedUntil
 	if p.notBefore.After(blocked) {
 		blocked = p.notBefore
@@ -298,6 +305,15 @@ type PolicyState struct {
 	// (kept until the event's burst is measured).
 	RateRampStart time.Time  `json:"rate_ramp_start,omitzero"`
 	RateRampMarks []RateMark `json:"rate_ramp_marks,omitempty"`
+	// The gap bounds (ratecontrol_gap.go): the bounds of the limit
+	// (requests per second), the gate's refused and other counters after
+	// the latest event, and the fast probe to the upper bound.
+	RateGapLo      float64 `json:"rate_gap_lo,omitempty"`
+	RateGapHi      float64 `json:"rate_gap_hi,omitempty"`
+	RateGapRefused int64   `json:"rate_gap_refused,omitempty"`
+	RateGapOther   int64   `json:"rate_gap_other,omitempty"`
+	RateGapFast    bool    `json:"rate_gap_fast,omitempty"`
+	RateGapCap     float64 `json:"rate_gap_cap,omitempty"`
 
 	// Latency control (version 2): the concurrency held (0 = the
 	// configured one), the trial in progress (-1 one slot less, +1 one
@@ -332,6 +348,8 @@ func (p *Policy) State() PolicyState {
 		s.RateGrowing, s.RateStart, s.RateBurst, s.RateError, s.RateLate = p.rcGrowing, p.rcStart, p.rcBurst, p.rcEstErr, p.rcLate
 		s.SendLimit, s.RemainingUntil = p.rcSendLimit, p.rcRemUntil
 		s.RateRampStart, s.RateRampMarks = p.rcRampStart, slices.Clone(p.rcRampMarks)
+		s.RateGapLo, s.RateGapHi, s.RateGapRefused, s.RateGapOther = p.rcGapLo, p.rcGapHi, p.rcGapRefused, p.rcGapOther
+		s.RateGapFast, s.RateGapCap = p.rcGapFast, p.rcGapCap
 	}
 	if p.latEnabled() {
 		s.LatencyLimit, s.LatencyPhase, s.LatencyBase, s.LatencyHold = p.latLimit, p.latPhase, p.latBase, p.latHold
@@ -380,6 +398,8 @@ func (p *Policy) SetState(s PolicyState) error {
 		if len(s.RateRampMarks) > 0 { // nil, not empty: "no ramp marks" (burstAt)
 			p.rcRampMarks = slices.Clone(s.RateRampMarks)
 		}
+		p.rcGapLo, p.rcGapHi, p.rcGapRefused, p.rcGapOther = max(0, s.RateGapLo), max(0, s.RateGapHi), s.RateGapRefused, s.RateGapOther
+		p.rcGapFast, p.rcGapCap = s.RateGapFast, max(0, s.RateGapCap)
 		if s.Version < 3 {
 			// Written before the send budget (a cap in flight then): at
 			// most a reset's hold is lost.

@@ -31,12 +31,15 @@ type rateCase struct {
 	// The strict host: a token bucket of rate (burst 5), answering
 	// status (429) with Retry-After unless bare, with RateLimit headers
 	// in format when set, following schedule.
-	rate     float64
-	burst    int // 0: 5
-	status   int
-	bare     bool
-	headers  simsite.RateLimitFormat
-	schedule []simsite.RateChange
+	rate   float64
+	burst  int // 0: 5
+	status int
+	bare   bool
+	// retryAfter > 0 is announced on every refusal instead of the
+	// bucket's computed wait.
+	retryAfter time.Duration
+	headers    simsite.RateLimitFormat
+	schedule   []simsite.RateChange
 	// capacity > 0 replaces the bucket by a host that never refuses and
 	// slows down beyond capacity requests in progress (latency fixed).
 	capacity int
@@ -103,7 +106,7 @@ func (c rateCase) site() simsite.Config {
 				burst = c.burst
 			}
 			h.Limit = simsite.LimitConfig{Rate: c.rate, Burst: burst, Status: status, Schedule: c.schedule,
-				RetryAfter: simsite.RetryAfterSeconds, RateLimitHeaders: c.headers != "", RateLimitFormat: c.headers}
+				RetryAfter: simsite.RetryAfterSeconds, RetryAfterValue: c.retryAfter, RateLimitHeaders: c.headers != "", RateLimitFormat: c.headers}
 			if c.bare {
 				h.Limit.RetryAfter = simsite.RetryAfterNone
 			}

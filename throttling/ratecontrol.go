@@ -167,6 +167,12 @@ const (
 	// demand is far below it) and the controller lets the scope go
 	// unpaced.
 	rcRelease = 4
+	// rcReleaseQuiet: and not before this long after the latest refusal
+	// event. A first guess doubles every rcGuessStep and is four times the
+	// estimate within a second: released then, a slow host's scope went
+	// unpaced after each refusal, was refused again one configured delay
+	// later, and measured its own hold as the next estimate.
+	rcReleaseQuiet = rcHorizon
 	// rcCapShare of an announced rate is used, a margin for jitter.
 	rcCapShare = 0.98
 )
@@ -198,8 +204,9 @@ func (p *Policy) rcTick(now time.Time, g GateState) {
 	step := p.rcBoundary(now)
 	p.rcNext = p.rcNextBoundary(step)
 	p.rcMeasureLate(step, g)
+	p.rcGapStep(g)
 	r := p.rcRateAt(step)
-	if p.rcCap == 0 && r >= rcRelease*max(p.rcEst, p.rcBase, g.SendRate(now)) {
+	if p.rcCap == 0 && now.Sub(p.rcEvent) >= rcReleaseQuiet && r >= rcRelease*max(p.rcEst, p.rcBase, g.SendRate(now)) {
 		p.rcOn, p.rcRate, p.rcGrowing = false, 0, 0
 		p.rcSamples = p.rcSamples[:0]
 		p.debug("rate_release").Msg("throttling: no refusal for long; the rate controller lets the scope go")
@@ -326,11 +333,17 @@ func (p *Policy) rcRateAt(t time.Time) float64 {
 		}
 		if p.rcGrowing > 1 {
 			steps := math.Floor(x / p.rcStepLen().Seconds())
-			if p.rcGrowing < rcGrow {
+			switch {
+			case p.rcGapFast:
+				steps /= max(1, 1/p.rcBase) // per request interval: a few requests to the next event
+			case p.rcGrowing < rcGrow:
 				steps /= p.rcStretch() // an unsure estimate grows no faster than the refusal budget allows
 			}
 			r = max(r, p.rcBase*math.Pow(p.rcGrowing, steps))
 		}
+	}
+	if p.rcGapFast && p.rcGapCap > 0 {
+		r = min(r, max(p.rcBase, rcBetaPause*p.rcGapCap))
 	}
 	if p.rcCap > 0 {
 		r = min(r, rcCapShare*p.rcCap)
@@ -372,6 +385,12 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 	}
 	first := !p.rcOn
 	est, estErr := p.rcEstimate(now, g)
+	if !soft {
+		p.rcGapRefusal(sentAt, g)
+		if e, u := p.rcGapBound(est, estErr); e != est {
+			est, estErr, p.rcEstErr = e, u, u
+		}
+	}
 	if soft && !first && p.rcGrowing >= rcGrow {
 		// Still growing from a first guess: the scope sent the whole step
 		// before this one, at rate/rcGrow, without an event, so the limit
@@ -409,7 +428,12 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 	p.rcEvent = now
 	p.rcEpoch = now.Add(pause)
 	p.rcOn, p.rcGrowing = true, 0
+	p.rcGapFast, p.rcGapCap = false, 0
 	switch {
+	case !first && !soft && p.rcGapProbe():
+		// A low limit bounded by single requests, not closely yet: grow
+		// by rcGrowUnsure per step until the next refusal.
+		p.rcGrowing, p.rcGapFast, p.rcGapCap = rcGrowUnsure, true, p.rcGapHi
 	case first:
 		// A first guess (the first burst's refusals say little): grow
 		// fast, up to the announced rate if any.
@@ -499,7 +523,11 @@ func (p *Policy) rcInterval() time.Duration {
 	if !p.rcOn || p.rcRate <= 0 {
 		return 0
 	}
-	return time.Duration(float64(time.Second) / (p.rcRate * max(p.rcLate, 1)))
+	late := max(p.rcLate, 1)
+	if p.rcSingle() {
+		late = 1
+	}
+	return time.Duration(float64(time.Second) / (p.rcRate * late))
 }
 
 // rcValidUntil is the controller's next time-based change (zero: none).

@@ -75,6 +75,12 @@ func decodeState(v map[string]string) throttling.GateState {
 	if _, ok := v["jf"]; !ok {
 		s.JitterF = 1
 	}
+	// The send before the latest, while the latest is not given back
+	// (lr names its reservation until then): the rate controller's gap
+	// bounds read it, as from an in-memory gate.
+	if v["lr"] != "" {
+		s.PrevSent, s.HasPrev = t("pls"), true
+	}
 	return s
 }
 

@@ -215,3 +215,63 @@ func TestRateLimitRemainingBudgetShared(t *testing.T) {
 		t.Fatal("b did not send after the reset")
 	}
 }
+
+// A strict host (token bucket of 0.5/s, burst 1, 429 with Retry-After 2)
+// crawled by two workers under a 1 s delay: the rate controller's gap
+// bounds (docs/throttling.md, "Strict hosts: limits below the delay") are
+// read from the shared gate (its previous send), so the workers settle at
+// the host's limit together, with few refusals and none inside a
+// Retry-After window.
+func TestStrictHostGapBoundsShared(t *testing.T) {
+	w := newWorld(t, 1, throttling.GateParams{}, nil)
+	set := map[string]any{"ROBOTSTXT_OBEY": false, "RANDOMIZE_DOWNLOAD_DELAY": false, "BACKOFF_JITTER": 0, "DOWNLOAD_DELAY": 1}
+	workers := []*tworker{w.throttled(t, "a", set), w.throttled(t, "b", set)}
+	workers[0].push(t, urls("h.test", 100)...)
+	const rate = 0.5
+	tokens, last := 1.0, w.clk.Now()
+	var until time.Time // the latest Retry-After window's end
+	ok, refused, inside := 0, 0, 0
+	for i := 0; ok < 40; i++ {
+		tw := workers[i%2]
+		var p *pqueue.Popped
+		for range 2000 {
+			if p, _ = pop(t, tw.f, w.clk.Now()); p != nil {
+				break
+			}
+			w.advance(10 * time.Millisecond)
+		}
+		if p == nil {
+			t.Fatalf("nothing popped in 20 s (%d accepted, %d refused)", ok, refused)
+		}
+		now := w.clk.Now()
+		if now.Before(until) {
+			inside++
+		}
+		tokens = min(1, tokens+now.Sub(last).Seconds()*rate)
+		last = now
+		if tokens >= 1 {
+			tokens--
+			ok++
+			w.advance(10 * time.Millisecond)
+			tw.respond(t, p, http.StatusOK, nil)
+			continue
+		}
+		refused++
+		until = now.Add(2 * time.Second)
+		tw.respond(t, p, http.StatusTooManyRequests, http.Header{"Retry-After": {"2"}})
+	}
+	st := policyOf(t, w, "h.test")
+	t.Logf("40 pages, %d refused; estimate %.3f, bounds [%.3f, %.3f]", refused, st.RateEstimate, st.RateGapLo, st.RateGapHi)
+	if inside != 0 {
+		t.Errorf("%d requests inside a Retry-After window", inside)
+	}
+	if st.RateGapLo <= 0 || st.RateGapHi <= 0 || st.RateGapLo > rate || st.RateGapHi < rate {
+		t.Errorf("gap bounds [%v, %v], want both, around the limit %v", st.RateGapLo, st.RateGapHi, rate)
+	}
+	if st.RateEstimate < 0.9*rate || st.RateEstimate > 1.1*rate {
+		t.Errorf("estimate %v, want within 10%% of %v", st.RateEstimate, rate)
+	}
+	if refused > 8 {
+		t.Errorf("%d refusals for 40 pages, want at most 8", refused)
+	}
+}

@@ -1,0 +1,139 @@
+package throttling
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// strictRun is what a crawl of one strict host saw on the fake clock.
+type strictRun struct {
+	ok, refused, violations int
+	lastOK                  time.Duration // from the first send
+	gaps                    []time.Duration
+}
+
+// crawlStrict crawls pages pages of a host limited by b, whose refusals
+// announce a fixed Retry-After ra, with the scope manager m: the scope
+// always has a request to send, answers come after latency (a refusal at
+// once), and the clock moves in 1 ms ticks until the last page or limit.
+// gaps are the times between consecutive sends.
+func crawlStrict(m *ThrottlingScopeManager, b *bucket, ra time.Duration, pages int, latency, limit time.Duration) strictRun {
+	type flight struct {
+		sent, done time.Time
+		ok         bool
+	}
+	var run strictRun
+	var inflight []flight
+	var last, windowUntil time.Time
+	for now := t0; now.Before(t0.Add(limit)) && run.ok < pages; now = now.Add(time.Millisecond) {
+		rest := inflight[:0]
+		for _, f := range inflight {
+			if f.done.After(now) {
+				rest = append(rest, f)
+				continue
+			}
+			o := Outcome{Class: OutcomeOK, Latency: latency, Signal: Signal{SentAt: f.sent, Latency: latency}}
+			if !f.ok {
+				o = Outcome{Class: OutcomeRefused, Signal: Signal{Trigger: true, SentAt: f.sent, Delay: ra}}
+				windowUntil = now.Add(ra)
+			}
+			m.RecordOutcome(now, o)
+		}
+		inflight = rest
+		for run.ok+len(inflight) < pages && m.CanSend(now, 0) == 0 {
+			m.RecordSent(now, 0)
+			if now.Before(windowUntil) {
+				run.violations++
+			}
+			if !last.IsZero() {
+				run.gaps = append(run.gaps, now.Sub(last))
+			}
+			last = now
+			ok, _ := b.admit(now)
+			done := now.Add(time.Millisecond)
+			if ok {
+				run.ok++
+				run.lastOK = now.Sub(t0)
+				done = now.Add(latency)
+			} else {
+				run.refused++
+			}
+			inflight = append(inflight, flight{sent: now, done: done, ok: ok})
+		}
+	}
+	return run
+}
+
+// A host whose limit is below the configured delay's rate, with a
+// Retry-After as long as its interval or longer, is crawled at its limit:
+// the controller holds the scope for the Retry-After, then paces it at
+// the limit it bounded from the gaps between single requests; few
+// refusals, none inside a Retry-After window. (Before, each refusal's
+// first guess released the scope within a second, the next request left
+// one delay later and was refused, and the estimate measured the hold:
+// 50 pages at 0.5/s took three times the limit's 100 s.)
+func TestRateControlStrictHostBelowTheDelay(t *testing.T) {
+	cases := []struct {
+		name       string
+		rate       float64
+		ra, delay  time.Duration
+		maxRefused int
+		// maxTime is the last page's time as a multiple of the limit's
+		// (pages-1)/R: each refusal costs its Retry-After, which weighs
+		// more when it is long against the interval.
+		maxTime float64
+	}{
+		// The broad crawl's strict host: 0.5/s, burst 1, Retry-After 2,
+		// under DOWNLOAD_DELAY 1.
+		{"R=0.5 RA=2s delay=1s", 0.5, 2 * sec, sec, 8, 1.2},
+		// A Retry-After longer than the interval (1/R = 2 s).
+		{"R=0.5 RA=5s delay=1s", 0.5, 5 * sec, sec, 8, 1.35},
+		// A quarter of the delay's rate.
+		{"R=0.25 RA=4s delay=1s", 0.25, 4 * sec, sec, 8, 1.2},
+		// Below a shorter delay's rate.
+		{"R=1 RA=2s delay=0.25s", 1, 2 * sec, sec / 4, 8, 1.4},
+	}
+	const pages = 50
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// The defaults' jitter: RANDOMIZE_DOWNLOAD_DELAY, BACKOFF_JITTER 0.1.
+			m := rcManager(t, "example.com", "DOWNLOAD_DELAY", c.delay.Seconds(), "RANDOMIZE_DOWNLOAD_DELAY", true, "BACKOFF_JITTER", 0.1)
+			b := &bucket{rate: c.rate, burst: 1}
+			run := crawlStrict(m, b, c.ra, pages, 10*time.Millisecond, 20*time.Minute)
+			ideal := time.Duration(float64(pages-1) / c.rate * float64(time.Second))
+			// The steady state: the pace of the last half's sends.
+			tail := run.gaps[len(run.gaps)/2:]
+			var sum time.Duration
+			short := 0
+			for _, g := range tail {
+				sum += g
+				if g < time.Duration(float64(time.Second)/c.rate) {
+					short++
+				}
+			}
+			pace := float64(len(tail)) / sum.Seconds()
+			rate, est := m.Policy().Rate()
+			t.Logf("%d pages in %v (limit's %v), %d refused, steady pace %.3f/s (%d gaps under 1/R), rate %.3f, estimate %.3f",
+				run.ok, run.lastOK.Round(time.Millisecond), ideal, run.refused, pace, short, rate, est)
+			if run.ok != pages {
+				t.Fatalf("%d of %d pages", run.ok, pages)
+			}
+			if run.violations != 0 {
+				t.Errorf("%d requests inside a Retry-After window", run.violations)
+			}
+			if run.lastOK > time.Duration(c.maxTime*float64(ideal)) {
+				t.Errorf("last page at %v, over %.2f times the limit's %v", run.lastOK, c.maxTime, ideal)
+			}
+			if run.refused > c.maxRefused {
+				t.Errorf("%d refusals, want at most %d", run.refused, c.maxRefused)
+			}
+			if pace < 0.85*c.rate || pace > c.rate {
+				t.Errorf("steady pace %.3f/s, want within [0.85, 1] of the limit %.2f", pace, c.rate)
+			}
+			if math.Abs(est-c.rate) > 0.1*c.rate {
+				t.Errorf("estimate %.3f, want within 10%% of the limit %.2f", est, c.rate)
+			}
+		})
+	}
+}
