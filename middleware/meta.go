@@ -16,8 +16,8 @@ const (
 	MetaDontRetry = "dont_retry"
 	// MetaMaxRetryTimes (int) overrides RETRY_TIMES for a request.
 	MetaMaxRetryTimes = "max_retry_times"
-	// MetaRetryTimes (int) counts the retries made so far; set by Retry.
-	MetaRetryTimes = "retry_times"
+	// The retries made so far are counted in spider.MetaRetryTimes
+	// ("retry_times", an int), set by Retry.
 
 	// MetaDontRedirect (bool) passes 3xx responses and refreshes through.
 	MetaDontRedirect = "dont_redirect"

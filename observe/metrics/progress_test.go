@@ -53,7 +53,7 @@ func TestLogProgress(t *testing.T) {
 	// First interval (30 s): 40 ok, 10 429, 25 items.
 	respond(t, rec, clk.Now(), 40, 200)
 	respond(t, rec, clk.Now(), 10, 429)
-	st.Inc(ItemsKey, 25)
+	st.Inc(stats.ItemScrapedCount, 25)
 	clk.Advance(30 * time.Second)
 	var ev map[string]any
 	if err := json.Unmarshal([]byte(<-out), &ev); err != nil {
