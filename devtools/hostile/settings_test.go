@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// bad local input costs bounded memory and time
+// Bad local input costs bounded memory and time
 // and is refused with exit status 2 and a message naming where it is; huge
 // values behave as huge, never as zero.
 
