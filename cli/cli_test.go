@@ -404,3 +404,23 @@ func firstGoBlock(md string) (string, bool) {
 	code, _, ok := strings.Cut(rest, "```")
 	return code, ok
 }
+
+// Every problem of one THROTTLING_SCOPES entry is reported at once, each
+// with the file and line of its key, and stops `settings` and `run` with
+// exit status 2 before anything is fetched.
+func TestScopeEntryProblemsAllReported(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "scopes.yaml"), []byte("THROTTLING_SCOPES:\n  api:\n    concurency: 3\n    delay: -1\n    jitter: 7\n"), 0o644)
+	want := []string{"gocrawl: 3 ",
+		`scopes.yaml:3: invalid setting THROTTLING_SCOPES: scope "api": key "concurency": unknown key; did you mean "concurrency"?`,
+		`scopes.yaml:4: invalid setting THROTTLING_SCOPES: scope "api": key "delay": -1 is negative`,
+		`scopes.yaml:5: invalid setting THROTTLING_SCOPES: scope "api": key "jitter": 7 is above 1`}
+	for _, args := range [][]string{
+		{"settings", "--settings", "scopes.yaml"},
+		{"run", "follow", "--settings", "scopes.yaml", "-a", "start_urls=http://127.0.0.1:1/"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			gocrawl(t, dir, nil, args...).expect(t, 2, nil, want)
+		})
+	}
+}

@@ -79,7 +79,10 @@ docs/distributed.md.`,
 			if err != nil {
 				return err
 			}
-			opts := engine.Options{Job: job}
+			var opts engine.Options
+			if job != nil { // a nil *jobdir.Job in the interface would not be a nil Job
+				opts.Job = job
+			}
 			shared, err := openShared(cmd.Context(), s, sp, log) // REDIS_URL; see distributed.go
 			if err != nil {
 				return err

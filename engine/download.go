@@ -46,7 +46,7 @@ func (e *Engine) interrupted(err error) bool {
 
 // run is one download of a job: reported is set once its outcome has been
 // reported to the throttler, which frees its scopes. A rendered page may
-// report early, from the renderer's goroutine (render.WithReport), hence
+// report early, from the renderer's goroutine (handler.WithReport), hence
 // the atomic.
 //
 // wire is the context of the download itself: the middlewares run under a

@@ -34,7 +34,11 @@
 //	scrape.go    callbacks, errbacks, drops and panics; items through the
 //	             item pipelines
 //	output.go    the spider.Output handed to callbacks and errbacks
-//	job.go       the job directory (JOBDIR): restoring and checkpointing
+//	handlers.go  which download handler a request gets: HTTP, or one
+//	             registered in package handler (render)
+//	job.go       the Job interface (JOBDIR): storage, restoring,
+//	             checkpointing
+//	shared.go    the Shared interface (REDIS_URL)
 //
 // Stopping: Stop (or cancelling Run's ctx) takes effect at once: nothing
 // new is sent, jobs still waiting (for throttling admission, a
@@ -62,7 +66,6 @@ import (
 	"github.com/gocrawl/gocrawl/downloader"
 	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/observe/stats"
-	"github.com/gocrawl/gocrawl/persist/jobdir"
 	"github.com/gocrawl/gocrawl/pipeline"
 	"github.com/gocrawl/gocrawl/scheduler"
 	"github.com/gocrawl/gocrawl/settings"
@@ -84,12 +87,13 @@ type Options struct {
 	Transport http.RoundTripper
 	// Stats replaces the stats collector (for resuming a job).
 	Stats *stats.Collector
-	// Job is the open job directory (JOBDIR), or nil to keep the crawl's
-	// state in memory. The scheduler keeps its queue and dupefilter in it;
-	// the stats (unless Stats is set) and the throttling scopes' state are
-	// restored from it, and saved periodically and at close. The caller
-	// opens and closes it (see package jobdir).
-	Job *jobdir.Job
+	// Job is the crawl's job kept on disk (JOBDIR: an open *jobdir.Job),
+	// or nil to keep the crawl's state in memory. The scheduler keeps its
+	// queue and dupefilter in it; the stats (unless Stats is set) and the
+	// throttling scopes' state are restored from it, and saved
+	// periodically and at close. The caller opens and closes it (see
+	// package jobdir).
+	Job Job
 	// Shared is the job this process crawls together with other worker
 	// processes (a distributed crawl, REDIS_URL), or nil. It cannot be used
 	// with Job. The caller opens and closes it (see package redisjob).
@@ -134,8 +138,8 @@ type Engine struct {
 	clock     clock.Clock
 	log       zerolog.Logger
 	stats     *stats.Collector
-	job       *jobdir.Job // JOBDIR, or nil
-	shared    Shared      // a distributed job, or nil
+	job       Job    // JOBDIR, or nil
+	shared    Shared // a distributed job, or nil
 	crawler   *spider.Crawler
 	thr       *throttling.Throttler
 	dl        *downloader.Downloader
@@ -146,7 +150,7 @@ type Engine struct {
 	pipes     []pipeline.Named
 	observers []Observer
 	starts    *throttling.StartLimiter
-	rd        *renderers                        // headless Chromium (handlers.go)
+	hs        *handlers                         // download handlers besides HTTP (handlers.go)
 	startReqs iter.Seq2[*spider.Request, error] // Options.StartRequests
 	dropSeen  sync.Map                          // drop reasons already logged at INFO
 	named     sync.Map                          // callbacks resolved by name (scrape.go)
@@ -250,7 +254,7 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	if err := e.restoreJob(); err != nil {
 		return nil, err
 	}
-	if err := e.initRender(); err != nil {
+	if err := e.initHandlers(); err != nil {
 		return nil, err
 	}
 	startRate := s.Float("MAX_STARTS_PER_SECOND")
@@ -266,32 +270,32 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	// in which case the request gets no throttling scopes.
 	e.fetch, err = middleware.NewDownloaderChain(e.crawler, middleware.FetcherFunc(e.fetchAndReport))
 	if err != nil {
-		e.rd.close()
+		_ = e.hs.close()
 		return nil, err
 	}
 	e.gate = offlineThrottler{Throttler: thr, chain: e.fetch}
 	storage, err := e.jobStorage()
 	if err != nil {
 		_ = e.fetch.Close()
-		e.rd.close()
+		_ = e.hs.close()
 		return nil, err
 	}
 	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Throttler: e.gate, Stats: e.stats, Log: opts.Log, Clock: opts.Clock, Storage: storage})
 	if err != nil {
 		_ = e.fetch.Close()
-		e.rd.close()
+		_ = e.hs.close()
 		return nil, err
 	}
 	e.handle, _, err = middleware.BuildSpider(e.crawler, middleware.HandlerFunc(e.callback))
 	if err != nil {
 		_ = e.fetch.Close()
-		e.rd.close()
+		_ = e.hs.close()
 		return nil, err
 	}
 	pipes, err := pipeline.Build(e.crawler)
 	if err != nil {
 		_ = e.fetch.Close()
-		e.rd.close()
+		_ = e.hs.close()
 		return nil, err
 	}
 	e.pipes = append(pipes, opts.Pipelines...)
@@ -431,7 +435,9 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 		errs = append(errs, err)
 	}
 	e.dl.Close()
-	e.rd.close()
+	if err := e.hs.close(); err != nil {
+		errs = append(errs, err)
+	}
 	if c, ok := e.sp.(spider.Closer); ok {
 		if err := c.Close(ctx, reason); err != nil {
 			errs = append(errs, fmt.Errorf("closing spider: %w", err))

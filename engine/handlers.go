@@ -2,104 +2,108 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync"
 
-	"github.com/gocrawl/gocrawl/downloader/render"
+	"github.com/gocrawl/gocrawl/downloader/handler"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
 )
 
-// This file chooses the download handler of a request, beside the HTTP
-// downloader: plain HTTP (package downloader), or headless Chromium
-// (package render) for requests that ask to be rendered (the render meta,
-// RENDER_SCOPES, RENDER_JS). Both are the innermost step of the downloader
-// middleware chain, after throttling admission, so a rendered page is a
-// request like any other for the scheduler, the throttler and the stats.
+// This file chooses the download handler of a request: the first
+// registered handler (package handler) that wants it, such as headless
+// Chromium (package render, registered when imported) for requests that
+// ask to be rendered (the render meta, RENDER_SCOPES, RENDER_JS), or else
+// the HTTP downloader (package downloader). Every handler is the innermost
+// step of the downloader middleware chain, after throttling admission, so
+// a rendered page is a request like any other for the scheduler, the
+// throttler and the stats.
 
-// renderers holds the crawl's renderer, started with the crawl when the
-// settings ask for rendering, or at the first request with the render meta.
-type renderers struct {
-	all    bool            // RENDER_JS
-	scopes map[string]bool // RENDER_SCOPES
-	opts   render.Options
-
-	mu  sync.Mutex
-	r   *render.Renderer
-	err error // why no renderer could be made (no browser)
+// handlers are the crawl's registered download handlers, made when the
+// crawl is (New), in name order.
+type handlers struct {
+	names []string
+	list  []handler.Handler
+	// rendering tells the requests that ask for rendering when the program
+	// has no renderer (rendered is false): they fail with ErrNotLinked.
+	rendering handler.Rendering
+	rendered  bool
 }
 
-// initRender reads the rendering settings; with RENDER_JS or RENDER_SCOPES
-// a missing browser is an error now, before anything is fetched.
-func (e *Engine) initRender() error {
-	opts, err := render.OptionsFromSettings(e.set)
-	if err != nil {
-		return err
-	}
-	opts.Throttler = e.thr
-	opts.Stats = e.stats
-	opts.Log = e.log
-	if a, ok := e.sp.(render.PageActor); ok {
-		opts.Actor = a
-	}
-	e.rd = &renderers{all: e.set.Bool("RENDER_JS"), scopes: map[string]bool{}, opts: opts}
-	for _, s := range e.set.Strings("RENDER_SCOPES") {
-		e.rd.scopes[s] = true
-	}
-	if render.Enabled(e.set) {
-		if _, err := e.rd.get(); err != nil {
+// initHandlers makes every registered handler (each checks its settings
+// and may look for what it needs, a browser). Settings that ask for
+// rendering in a program without a renderer are an error now, before
+// anything is fetched.
+func (e *Engine) initHandlers() error {
+	e.hs = &handlers{rendering: handler.RenderingFromSettings(e.set)}
+	deps := handler.Deps{Settings: e.set, Spider: e.sp, Throttler: e.thr, Stats: e.stats, Log: e.log}
+	for _, name := range handler.Names() {
+		f, ok := handler.Lookup(name)
+		if !ok {
+			continue
+		}
+		h, err := f(deps)
+		if err != nil {
+			_ = e.hs.close()
 			return err
+		}
+		e.hs.names = append(e.hs.names, name)
+		e.hs.list = append(e.hs.list, h)
+		e.hs.rendered = e.hs.rendered || name == handler.Render
+	}
+	if setting, ok := e.hs.rendering.Enabled(); ok && !e.hs.rendered {
+		return handler.NotLinked(setting)
+	}
+	return nil
+}
+
+// close closes every handler; errors are joined.
+func (hs *handlers) close() error {
+	var errs []error
+	for i, h := range hs.list {
+		if err := h.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing download handler %s: %w", hs.names[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Handler returns the crawl's download handler registered under name, or
+// nil when the program did not import it. Benchmarks read the renderer's
+// memory through it:
+//
+//	if h, ok := e.Handler(handler.Render).(*render.Handler); ok { h.Renderer() }
+func (e *Engine) Handler(name string) handler.Handler {
+	for i, n := range e.hs.names {
+		if n == name {
+			return e.hs.list[i]
 		}
 	}
 	return nil
 }
 
-// get returns the renderer, making it on first use.
-func (rs *renderers) get() (*render.Renderer, error) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.r == nil && rs.err == nil {
-		rs.r, rs.err = render.New(rs.opts)
-	}
-	return rs.r, rs.err
-}
-
-func (rs *renderers) close() {
-	rs.mu.Lock()
-	r := rs.r
-	rs.mu.Unlock()
-	if r != nil {
-		_ = r.Close()
-	}
-}
-
-// Renderer returns the crawl's renderer, or nil when nothing was rendered
-// yet (benchmarks read its memory).
-func (e *Engine) Renderer() *render.Renderer {
-	e.rd.mu.Lock()
-	defer e.rd.mu.Unlock()
-	return e.rd.r
-}
-
-// send is the download itself: rendered in the browser or fetched over
-// HTTP. A rendered page reports its own outcome to the throttler as soon
-// as its document has loaded (render.WithReport), which frees its slot of
-// the host's scope for the page's subresources.
+// send is the download itself: by the first handler that wants the
+// request (rendered in the browser) or over HTTP. A handler may report the
+// request's own outcome to the throttler before it returns
+// (handler.WithReport: a rendered page, as soon as its document has
+// loaded), which frees its slot of the host's scope for the page's
+// subresources.
 func (e *Engine) send(ctx context.Context, req *spider.Request, scopes throttling.Scopes, r *run) (*spider.Response, error) {
-	if !render.Wanted(req, e.rd.all, e.rd.scopes, scopes) {
-		return e.dl.Fetch(ctx, req)
+	for _, h := range e.hs.list {
+		if !h.Wants(req, scopes) {
+			continue
+		}
+		if r != nil {
+			ctx = handler.WithReport(ctx, func(res *spider.Response, err error) {
+				if r.reported.CompareAndSwap(false, true) {
+					e.thr.Done(ctx, req, scopes, r.job.SentAt, res, err)
+				}
+			})
+		}
+		return h.Fetch(ctx, req)
 	}
-	rd, err := e.rd.get()
-	if err != nil {
-		return nil, fmt.Errorf("request %s asks to be rendered: %w", req, err)
+	if !e.hs.rendered && e.hs.rendering.Wants(req, scopes) {
+		return nil, handler.NotLinked(fmt.Sprintf("request %s (meta %s)", req, handler.MetaRender))
 	}
-	e.stats.Inc("render/requests", 1)
-	if r != nil {
-		ctx = render.WithReport(ctx, func(res *spider.Response, err error) {
-			if r.reported.CompareAndSwap(false, true) {
-				e.thr.Done(ctx, req, scopes, r.job.SentAt, res, err)
-			}
-		})
-	}
-	return rd.Fetch(ctx, req)
+	return e.dl.Fetch(ctx, req)
 }

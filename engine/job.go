@@ -3,19 +3,49 @@ package engine
 import (
 	"fmt"
 
-	"github.com/gocrawl/gocrawl/persist/reqcodec"
-	"github.com/gocrawl/gocrawl/pqueue/spillq"
+	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/scheduler"
+	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
-// This file holds what the engine does with a job directory (JOBDIR,
-// Options.Job; see package jobdir for what is persisted and when) and
-// where a shared job (REDIS_URL, Options.Shared) plugs in: its storage
-// here, its seeding and end in loop.go.
+// This file holds where a crawl's job plugs in: a job kept on disk that
+// one process pauses and resumes (JOBDIR, Options.Job, the Job
+// interface), or a job several processes crawl together (REDIS_URL,
+// Options.Shared, the Shared interface in shared.go): its storage,
+// restoring and checkpoints here, a shared job's seeding and end in
+// loop.go. The engine imports neither backend: the caller opens one and
+// passes it in.
+
+// Job is a crawl's state kept outside the process so that the crawl can
+// be paused and resumed: its scheduler's queue and dupefilter, its stats
+// and the throttling scopes' state. Package jobdir implements it on Pebble
+// (a *jobdir.Job, JOBDIR); `gocrawl run` opens and closes it. The engine
+// calls, in order: Stats and RestoreThrottling while it is made (New),
+// Storage for the scheduler, StartCheckpoints while the crawl runs, and
+// Checkpoint once the scheduler is closed.
+type Job interface {
+	// Stats returns a collector holding the stats saved by the job's
+	// previous runs (empty for a new job): counters go on from there.
+	Stats() (*stats.Collector, error)
+	// RestoreThrottling gives thr the scopes' saved state, so a host that
+	// was backing off when the job paused is still backing off.
+	RestoreThrottling(thr *throttling.Throttler) error
+	// Storage returns the scheduler's storage for the crawl of c (its
+	// spider, for callbacks by name; its settings).
+	Storage(c *spider.Crawler) (*scheduler.Storage, error)
+	// StartCheckpoints saves thr's state and st periodically until the
+	// returned function is called (it returns once saving stopped).
+	StartCheckpoints(thr *throttling.Throttler, st *stats.Collector) (stop func())
+	// Checkpoint saves thr's state and st. A job whose storage already
+	// failed (and reported it) returns nil.
+	Checkpoint(thr *throttling.Throttler, st *stats.Collector) error
+}
 
 // jobStorage returns the scheduler storage of the job (JOBDIR) or of the
-// shared job (REDIS_URL), or without one the memory queue that spills to
-// disk past SCHEDULER_MEMORY_MAX_REQUESTS (nil, all in memory, when 0).
+// shared job (REDIS_URL), or nil without one: the scheduler then uses the
+// storage registered for the settings (the memory queue that spills to
+// disk past SCHEDULER_MEMORY_MAX_REQUESTS, see package spillq) or memory.
 func (e *Engine) jobStorage() (*scheduler.Storage, error) {
 	if e.shared != nil {
 		st, err := e.shared.Storage(e.crawler)
@@ -25,12 +55,9 @@ func (e *Engine) jobStorage() (*scheduler.Storage, error) {
 		return st, nil
 	}
 	if e.job == nil {
-		return e.spillStorage()
+		return nil, nil
 	}
-	// A crash repeats the requests in flight; bound the acknowledgements
-	// a crash can lose from Pebble's buffer to about as many.
-	e.job.LimitUnsynced(max(e.maxInflight, 16))
-	st, err := e.job.Storage(e.sp)
+	st, err := e.job.Storage(e.crawler)
 	if err != nil {
 		return nil, fmt.Errorf("JOBDIR: %w", err)
 	}
@@ -61,33 +88,11 @@ func (e *Engine) startCheckpoints() func() {
 // checkpointJob saves the throttling state and stats, once the scheduler
 // is closed.
 func (e *Engine) checkpointJob() error {
-	if e.job == nil || e.job.Failed() != nil {
-		return nil // a failed job directory was reported when it failed
+	if e.job == nil {
+		return nil
 	}
 	if err := e.job.Checkpoint(e.thr, e.stats); err != nil {
 		return fmt.Errorf("JOBDIR: saving the crawl's state: %w", err)
 	}
 	return nil
-}
-
-// spillStorage returns the in-memory queue of a crawl without JOBDIR that
-// keeps at most SCHEDULER_MEMORY_MAX_REQUESTS requests in memory and
-// spills the rest to a temporary folder in SCHEDULER_SPILL_DIR (see
-// package spillq), or nil when the limit is 0. Nothing is created on disk
-// unless the queue grows past the limit.
-func (e *Engine) spillStorage() (*scheduler.Storage, error) {
-	limit := e.set.Int("SCHEDULER_MEMORY_MAX_REQUESTS")
-	if limit <= 0 {
-		return nil, nil
-	}
-	q, err := spillq.New(spillq.Options{
-		Limit: limit,
-		Dir:   e.set.String("SCHEDULER_SPILL_DIR"),
-		Codec: reqcodec.Codec{Spider: e.sp},
-		Log:   e.log,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("SCHEDULER_MEMORY_MAX_REQUESTS: %w", err)
-	}
-	return &scheduler.Storage{Queue: q}, nil
 }

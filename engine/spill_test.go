@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/pqueue"
+	_ "github.com/gocrawl/gocrawl/pqueue/spillq" // the spill store, as cli programs link it
 	"github.com/gocrawl/gocrawl/spider"
 )
 

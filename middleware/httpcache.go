@@ -44,7 +44,7 @@ func init() { RegisterDownloader("HttpCache", newHTTPCache) }
 // httpcache/uncacheable, httpcache/firsthand, httpcache/revalidate,
 // httpcache/invalidate, httpcache/errorrecovery, httpcache/ignore.
 type HTTPCache struct {
-	store         *httpcache.Store
+	store         httpcache.Store
 	policy        httpcache.Policy
 	expiration    time.Duration
 	ignoreCodes   map[int]bool
@@ -66,8 +66,9 @@ func newHTTPCache(c *spider.Crawler) (Downloader, error) {
 type HTTPCacheOptions struct {
 	// Clock defaults to the real clock.
 	Clock clock.Clock
-	// Store replaces the Pebble database under HTTPCACHE_DIR.
-	Store *httpcache.Store
+	// Store replaces the store under HTTPCACHE_DIR (opened with
+	// httpcache.Open: the Pebble database of package pebblecache).
+	Store httpcache.Store
 }
 
 // NewHTTPCache builds the HttpCache middleware from the crawl's settings
@@ -103,7 +104,7 @@ func NewHTTPCache(c *spider.Crawler, o HTTPCacheOptions) (*HTTPCache, error) {
 		if c.Spider != nil {
 			name = c.Spider.Name()
 		}
-		st, err := httpcache.Open(filepath.Join(dir, name), httpcache.StoreOptions{})
+		st, err := httpcache.Open(filepath.Join(dir, name))
 		if err != nil {
 			return nil, err
 		}

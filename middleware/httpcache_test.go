@@ -16,6 +16,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/middleware/httpcache"
+	"github.com/gocrawl/gocrawl/middleware/httpcache/pebblecache"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -50,7 +51,7 @@ func newCacheServer(t *testing.T, headers func(path string, r *http.Request) (in
 func newCache(t *testing.T, set map[string]any, clk clock.Clock) (*HTTPCache, *spider.Crawler) {
 	t.Helper()
 	c, _ := newCrawler(t, nil, set)
-	st, err := httpcache.Open("cache", httpcache.StoreOptions{FS: vfs.NewMem()})
+	st, err := pebblecache.Open("cache", pebblecache.Options{FS: vfs.NewMem()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/middleware"
+	_ "github.com/gocrawl/gocrawl/middleware/httpcache/pebblecache" // the HTTP cache store, as cli programs link it
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"

@@ -242,7 +242,7 @@ func (q *ThrottlingAware) popReady(ctx context.Context, now time.Time) (*Popped,
 			q.detach(g)
 			delete(q.groups, g.key)
 		}
-		clearDelay(e.Req)
+		delayTaken(e.Req)
 		return &Popped{ID: e.ID, Req: e.Req, Scopes: e.Scopes, Admitted: true, SentAt: now}, nil
 	}
 	return nil, nil

@@ -249,8 +249,8 @@ func TestAwareThrottlingDelay(t *testing.T) {
 	if p != "later" {
 		t.Fatalf("Pop = %q, want later", p)
 	}
-	if popped.Req.Get(throttling.MetaDelay) != nil {
-		t.Fatal("throttling_delay kept after the request was admitted: retries would wait again")
+	if !throttling.DelayTaken(popped.Req) || throttling.TakeRequestDelay(popped.Req) != 0 {
+		t.Fatal("throttling_delay not marked taken after the request was admitted: the engine or a retry would wait again")
 	}
 
 	bad := spider.MustRequest("https://example.com/bad", nil).Set(throttling.MetaDelay, -1)

@@ -68,7 +68,7 @@ func (p *Plain) Pop(ctx context.Context, now time.Time) (*Popped, time.Duration,
 	if err != nil {
 		return nil, 0, err
 	}
-	clearDelay(e.Req)
+	delayTaken(e.Req)
 	return &Popped{ID: e.ID, Req: e.Req, Scopes: e.Scopes}, 0, nil
 }
 

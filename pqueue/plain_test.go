@@ -46,7 +46,7 @@ func TestPlain(t *testing.T) {
 		t.Fatalf("order = %v, want [/high /low]", got)
 	}
 	p, _, _ := q.Pop(ctx, t0.Add(2*time.Second))
-	if p == nil || p.Req.URL.Path != "/later" || p.Req.Get(throttling.MetaDelay) != nil {
+	if p == nil || p.Req.URL.Path != "/later" || !throttling.DelayTaken(p.Req) {
 		t.Fatalf("delayed request: %+v", p)
 	}
 	if err := q.Ack(ctx, p.ID); err != nil {

@@ -9,10 +9,11 @@ import (
 )
 
 // Storage is where a scheduler keeps its pending requests and the
-// fingerprints of the requests it has seen. Without JOBDIR both live in
-// memory; the job directory (Pebble) provides persistent ones through
-// RegisterStorage, which is also how other backends (for example a
-// frontier shared between processes) plug in.
+// fingerprints of the requests it has seen. Without a job both live in
+// memory, the queue spilling to disk past SCHEDULER_MEMORY_MAX_REQUESTS
+// when package spillq is linked (it registers SpillStorage with
+// RegisterStorage). A job's storage (JOBDIR, REDIS_URL) is handed in as
+// Deps.Storage by the engine.
 type Storage struct {
 	// Queue keeps the queued requests.
 	Queue pqueue.Store
@@ -61,6 +62,11 @@ func openStorage(d Deps) (*Storage, error) {
 			if s != nil {
 				*st = *s
 				break
+			}
+		}
+		if st.Queue == nil && st.Frontier == nil {
+			if err := checkSpill(d); err != nil {
+				return nil, err
 			}
 		}
 	}

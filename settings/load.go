@@ -146,14 +146,17 @@ func (s *Settings) LoadYAML(data []byte, name string) error {
 		return &Error{Kind: ErrSyntax, Origin: name, Msg: "the file holds several YAML documents (---); keep one mapping of settings"}
 	}
 	lines := map[string]int{}
+	nested := map[string]map[string]int{}
 	if len(f.Docs) == 1 && f.Docs[0].Body != nil {
 		switch body := f.Docs[0].Body.(type) {
 		case *ast.MappingNode:
 			for _, mv := range body.Values {
 				recordLine(lines, mv)
+				recordNested(nested, mv)
 			}
 		case *ast.MappingValueNode:
 			recordLine(lines, body)
+			recordNested(nested, body)
 		case *ast.CommentGroupNode, *ast.NullNode:
 		default:
 			return &Error{Kind: ErrSyntax, Origin: fmt.Sprintf("%s:%d", name, body.GetToken().Position.Line),
@@ -174,9 +177,25 @@ func (s *Settings) LoadYAML(data []byte, name string) error {
 		}
 		if err := s.Set(k, m[k], SourceFile, origin); err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if kl := nested[k]; len(kl) > 0 {
+			s.mu.Lock()
+			if s.keyLines == nil {
+				s.keyLines = map[string]keyLines{}
+			}
+			s.keyLines[k] = keyLines{origin: origin, file: name, lines: kl}
+			s.mu.Unlock()
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func recordNested(nested map[string]map[string]int, mv *ast.MappingValueNode) {
+	if mv == nil || mv.Key == nil || mv.Key.GetToken() == nil {
+		return
+	}
+	nested[strings.TrimSpace(mv.Key.GetToken().Value)] = recordKeyLines(mv)
 }
 
 func recordLine(lines map[string]int, mv *ast.MappingValueNode) {

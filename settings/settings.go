@@ -122,6 +122,7 @@ type Settings struct {
 	mu       sync.RWMutex
 	vals     map[string]Value
 	warnings []string
+	keyLines map[string]keyLines // lines of keys nested in values from YAML files
 }
 
 // New returns settings holding every registered default.
@@ -139,7 +140,7 @@ func New() *Settings {
 func (s *Settings) Clone() *Settings {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return &Settings{vals: maps.Clone(s.vals), warnings: slices.Clone(s.warnings)}
+	return &Settings{vals: maps.Clone(s.vals), warnings: slices.Clone(s.warnings), keyLines: maps.Clone(s.keyLines)}
 }
 
 // Set checks v against name's type and stores it if src does not have a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/gocrawl/gocrawl/settings"
 )
@@ -31,18 +32,29 @@ func checkSettings(s *settings.Settings) error {
 	raw := s.Map("THROTTLING_SCOPES")
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		if _, err := c.parseScope(name, raw[name]); err != nil {
-			errs = append(errs, configProblem(s, err))
+			for _, e := range settings.Errors(err) { // every problem of the entry
+				errs = append(errs, configProblem(s, e))
+			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // configProblem turns a *ConfigError into a settings problem naming where
-// the setting's value came from.
+// the value came from: for a key of a THROTTLING_SCOPES entry written in
+// a YAML file, the key's own line ("gocrawl.yaml:14"), else the setting's
+// origin.
 func configProblem(s *settings.Settings, err error) error {
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
 		return err
+	}
+	if ce.Scope != "" {
+		path := []string{ce.Scope}
+		if ce.Key != "" {
+			path = append(path, strings.Split(ce.Key, ".")...)
+		}
+		return settings.InvalidKey(s, ce.Setting, path, err)
 	}
 	return settings.InvalidErr(s, ce.Setting, err)
 }

@@ -2,6 +2,7 @@ package throttling
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/gocrawl/gocrawl/settings"
@@ -9,32 +10,77 @@ import (
 )
 
 // metaDelayApplied marks a request whose throttling_delay was applied. It
-// is stored in Meta (a JSON-friendly bool) so that copies made for
-// retries and redirects, and requests restored from a disk queue, do not
-// wait again.
+// is stored in Meta (a JSON-friendly bool), so the mark travels with the
+// request: through copies (Request.Clone: retries, redirects, a request
+// re-yielded from a callback), through the request codec of JOBDIR and
+// Redis records, and so through a restart.
 const metaDelayApplied = "_throttling_delay_applied"
+
+// The rule for throttling_delay, the same at every gate (the engine-gated
+// path, Crawler.Download, and the queues: memory, Pebble, Redis): "the
+// delay is applied once, the first time the request reaches the
+// throttling gate" (Scrapy's throttling design, PR #6931).
+//
+//   - PendingRequestDelay is the delay a request still has to wait: its
+//     throttling_delay, or 0 once the request is marked;
+//   - whoever holds the request for that delay marks it
+//     (MarkRequestDelayTaken; TakeRequestDelay does both);
+//   - a copy carries the mark, as its meta is copied: a retry, a redirect
+//     or a request re-yielded from its callback does not wait again;
+//   - SetRequestDelay gives a request a new delay, applied once more (the
+//     redirect middleware's Retry-After). Setting the throttling_delay meta
+//     of a marked copy directly does not: use SetRequestDelay.
+
+// PendingRequestDelay returns the throttling_delay req still has to wait:
+// its meta (seconds, a number or a numeric string), or 0 when there is
+// none or it was already applied (to req or to the request it was copied
+// from). A negative or non-numeric value is an error naming the request.
+func PendingRequestDelay(req *spider.Request) (time.Duration, error) {
+	v := req.Get(MetaDelay)
+	if v == nil || DelayTaken(req) {
+		return 0, nil
+	}
+	f, err := settings.Float.Convert(v)
+	if err != nil {
+		return 0, fmt.Errorf("request %s: meta %s: %v", req, MetaDelay, err)
+	}
+	secs := f.(float64)
+	if secs < 0 {
+		return 0, fmt.Errorf("request %s: meta %s: %v is negative", req, MetaDelay, secs)
+	}
+	return settings.Duration(secs), nil
+}
+
+// DelayTaken reports whether req carries the mark of an applied
+// throttling_delay.
+func DelayTaken(req *spider.Request) bool {
+	done, _ := req.Get(metaDelayApplied).(bool)
+	return done
+}
+
+// MarkRequestDelayTaken marks req's throttling_delay as applied, so that no
+// gate holds it (or a copy of it) again. A request without the meta is
+// left unchanged.
+func MarkRequestDelayTaken(req *spider.Request) {
+	if req.Get(MetaDelay) != nil && !DelayTaken(req) {
+		req.Set(metaDelayApplied, true)
+	}
+}
 
 // TakeRequestDelay returns the throttling_delay of req the first time it
 // is called for the request (and its copies), and 0 afterwards; it marks
-// the request as delayed. The gate that holds requests (the engine-gated
-// path, the throttling-aware scheduler) calls it when a request first
-// reaches it and holds the request that long before admission, without a
+// the request as delayed. The gates that hold requests themselves (the
+// engine-gated path, Crawler.Download) call it when a request first
+// reaches them and hold the request that long before admission, without a
 // concurrency slot of the request's scopes. Invalid values (negative, not
-// a number) count as no delay.
+// a number) count as no delay: the queues refuse them at push.
 func TakeRequestDelay(req *spider.Request) time.Duration {
-	v := req.Get(MetaDelay)
-	if v == nil {
-		return 0
-	}
-	if done, _ := req.Get(metaDelayApplied).(bool); done {
-		return 0
-	}
-	req.Set(metaDelayApplied, true)
-	f, err := settings.NonNegative(settings.Float).Convert(v)
+	d, err := PendingRequestDelay(req)
+	MarkRequestDelayTaken(req)
 	if err != nil {
 		return 0
 	}
-	return settings.Duration(f.(float64))
+	return d
 }
 
 // SetRequestDelay gives req a new throttling_delay of d, applied once even

@@ -96,8 +96,9 @@ type BackoffSignal struct {
 // THROTTLING_MANAGER to the registered name of your implementation. Embed
 // *DefaultManager to change one aspect and keep the rest.
 type Manager interface {
-	// GetScopes returns the scopes of req. The throttler also adds the
-	// scopes of the request's "throttling_scopes" meta.
+	// GetScopes returns the scopes of req. The throttler asks it only for
+	// requests without a "throttling_scopes" meta: the meta, when set, is
+	// the request's whole set of scopes.
 	GetScopes(ctx context.Context, req *spider.Request) (Scopes, error)
 	// GetResponseBackoff returns the feedback for a response of a request
 	// with the given scopes; nil means no feedback.

@@ -15,7 +15,7 @@ func TestSnapshotRestoreKeepsBackoff(t *testing.T) {
 	kv := []any{"THROTTLING_SCOPES", map[string]any{"cost": map[string]any{"quota": 10.0}}}
 	th, fc := newTestThrottler(t, kv...)
 	ctx := context.Background()
-	req := spider.MustRequest("https://example.com/", nil).Set(MetaScopes, map[string]any{"cost": 4.0})
+	req := spider.MustRequest("https://example.com/", nil).Set(MetaScopes, map[string]any{"cost": 4.0, "example.com": 0})
 	sc, _ := th.Scopes(ctx, req)
 	for range 3 { // three 429s: delay 4 s
 		th.Sent(fc.Now(), sc)

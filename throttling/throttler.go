@@ -205,19 +205,22 @@ func (t *Throttler) scope(name string, now time.Time) *scopeEntry {
 	return e
 }
 
-// Scopes returns the scopes of req: the manager's, plus those of the
-// request's throttling_scopes meta.
+// Scopes returns the scopes of req. A request with a throttling_scopes
+// meta has exactly the scopes it names (a string, a list, or a mapping of
+// scope to quota amount): the meta replaces the manager's scopes, as in
+// Scrapy's throttling design (PR #6931), so an "api" scope can give an
+// endpoint its own budget, faster or slower than its host's. To keep the
+// host scope too, name it in the meta: {"api": 1, "example.com": 0}. The
+// manager is asked only for requests without the meta.
 func (t *Throttler) Scopes(ctx context.Context, req *spider.Request) (Scopes, error) {
-	sc, err := t.manager.GetScopes(ctx, req)
+	sc, err := MetaScopesOf(req)
 	if err != nil {
 		return nil, err
 	}
-	extra, err := MetaScopesOf(req)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range extra {
-		sc = AddScope(sc, e.Name, e.Amount)
+	if sc == nil {
+		if sc, err = t.manager.GetScopes(ctx, req); err != nil {
+			return nil, err
+		}
 	}
 	if len(sc) == 0 {
 		return nil, fmt.Errorf("request %s: throttling manager returned no scope", req)
@@ -225,52 +228,83 @@ func (t *Throttler) Scopes(ctx context.Context, req *spider.Request) (Scopes, er
 	return sc, nil
 }
 
-// MetaScopesOf parses the throttling_scopes meta of req.
+// MetaScopesOf parses the throttling_scopes meta of req: nil without the
+// meta, else the request's whole set of scopes. A meta that names no scope
+// (an empty list or mapping) or an empty scope name is an error naming
+// the request.
 func MetaScopesOf(req *spider.Request) (Scopes, error) {
+	v := req.Get(MetaScopes)
+	if v == nil {
+		return nil, nil
+	}
 	var out Scopes
-	switch v := req.Get(MetaScopes).(type) {
-	case nil:
-	case string:
-		if v == "" {
-			return nil, fmt.Errorf("request %s: meta %s: empty scope name", req, MetaScopes)
+	bad := func(format string, args ...any) (Scopes, error) {
+		return nil, fmt.Errorf("request %s: meta %s: %s", req, MetaScopes, fmt.Sprintf(format, args...))
+	}
+	add := func(name string, amount float64) bool {
+		if name == "" {
+			return false
 		}
-		out = AddScope(out, v, 0)
+		out = AddScope(out, name, amount)
+		return true
+	}
+	switch v := v.(type) {
+	case string:
+		if !add(v, 0) {
+			return bad("empty scope name")
+		}
 	case []string:
 		for _, s := range v {
-			out = AddScope(out, s, 0)
+			if !add(s, 0) {
+				return bad("empty scope name")
+			}
 		}
 	case []any:
 		for _, s := range v {
 			name, ok := s.(string)
 			if !ok {
-				return nil, fmt.Errorf("request %s: meta %s: item %v is not a string", req, MetaScopes, s)
+				return bad("item %v is not a string", s)
 			}
-			out = AddScope(out, name, 0)
+			if !add(name, 0) {
+				return bad("empty scope name")
+			}
 		}
 	case map[string]bool:
 		for k, in := range v {
-			if in {
-				out = AddScope(out, k, 0)
+			if in && !add(k, 0) {
+				return bad("empty scope name")
 			}
 		}
 	case map[string]struct{}:
 		for k := range v {
-			out = AddScope(out, k, 0)
+			if !add(k, 0) {
+				return bad("empty scope name")
+			}
 		}
 	case map[string]float64:
 		for k, a := range v {
-			out = AddScope(out, k, a)
+			if a < 0 {
+				return bad("amount of %q: %v is negative", k, a)
+			}
+			if !add(k, a) {
+				return bad("empty scope name")
+			}
 		}
 	case map[string]any:
 		for k, a := range v {
 			f, err := settings.NonNegative(settings.Float).Convert(a)
 			if err != nil {
-				return nil, fmt.Errorf("request %s: meta %s: amount of %q: %v", req, MetaScopes, k, err)
+				return bad("amount of %q: %v", k, err)
 			}
-			out = AddScope(out, k, f.(float64))
+			if !add(k, f.(float64)) {
+				return bad("empty scope name")
+			}
 		}
 	default:
-		return nil, fmt.Errorf("request %s: meta %s: want a string, a list of strings or a map of scope to amount, got %T", req, MetaScopes, v)
+		return bad("want a string, a list of strings or a map of scope to amount, got %T", v)
+	}
+	if len(out) == 0 {
+		return bad("names no scope (it replaces the request's scopes; remove the key to keep the host's)")
 	}
 	return out, nil
 }

@@ -26,8 +26,8 @@ func TestRequestWaitsForAllItsScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(sc.Names()); got != "[api api.example users]" {
-		t.Fatalf("scopes %s, want the host plus api and users", got)
+	if got := fmt.Sprint(sc.Names()); got != "[api users]" {
+		t.Fatalf("scopes %s, want api and users (the meta replaces the host scope)", got)
 	}
 	if w := th.Wait(t0, sc); w != 0 {
 		t.Fatalf("first wait %v, want 0", w)
@@ -62,6 +62,11 @@ func TestMetaScopesForms(t *testing.T) {
 		{[]any{1}, "", true},
 		{42, "", true},
 		{"", "", true},
+		{[]any{"api", ""}, "", true},
+		{map[string]any{"": 1}, "", true},
+		{map[string]float64{"cost": -1}, "", true},
+		{[]any{}, "", true},
+		{map[string]bool{"off": false}, "", true},
 	}
 	for _, tt := range tests {
 		req := spider.MustRequest("https://example.com/", nil).Set(MetaScopes, tt.v)
@@ -81,8 +86,8 @@ func TestCustomScopesPersistThroughRedirectCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sc.Has("api") || !sc.Has("b.example") {
-		t.Fatalf("scopes after redirect %v, want api and b.example", sc.Names())
+	if got := fmt.Sprint(sc.Names()); got != "[api]" {
+		t.Fatalf("scopes after redirect %v, want [api] (the meta is the whole set)", got)
 	}
 }
 

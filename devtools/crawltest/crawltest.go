@@ -16,6 +16,7 @@ import (
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/persist/jobdir"
 	"github.com/gocrawl/gocrawl/pipeline"
+	_ "github.com/gocrawl/gocrawl/pqueue/spillq" // the spill store, as cli programs link it
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )

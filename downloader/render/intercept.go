@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
 // resourceTypes are the DevTools resource types RENDER_BLOCK_RESOURCE_TYPES
@@ -52,8 +53,10 @@ func sameURL(a, b *url.URL) bool {
 //   - every other request (subresources, iframes, XHR, redirects followed
 //     by the browser) waits for throttling admission of its own scopes,
 //     exactly like a request of the crawl (the page's host scope for its
-//     own host, each other host its own scopes), and holds its slots until
-//     it finished loading.
+//     own host, each other host its own scopes; a redirect of the page's
+//     own document keeps the page's throttling_scopes meta, which is then
+//     its whole set of scopes), and holds its slots until it finished
+//     loading.
 func (t *tab) paused(pr *pageRun, ev *fetch.EventRequestPaused) {
 	st := t.r.stats
 	if pr == nil {
@@ -83,11 +86,13 @@ func (t *tab) paused(pr *pageRun, ev *fetch.EventRequestPaused) {
 			return
 		}
 	}
+	docHop := false // a redirect hop of the page's own document
 	if ev.RedirectedRequestID != "" {
 		// The previous hop of this request got a redirect: its slots are
 		// free, and the next hop is admitted like a new request.
 		pr.mu.Lock()
 		prev := pr.inflight[netID]
+		docHop = prev != nil && (prev.page || prev.doc)
 		delete(pr.inflight, netID)
 		pr.mu.Unlock()
 		if prev != nil {
@@ -125,7 +130,15 @@ func (t *tab) paused(pr *pageRun, ev *fetch.EventRequestPaused) {
 		return
 	}
 	sreq := &spider.Request{URL: u, Method: ev.Request.Method}
-	a := &admission{req: sreq}
+	if docHop {
+		// The page's redirects keep its throttling_scopes, as a redirect
+		// of the crawl does (the meta, when set, is the whole set of
+		// scopes); subresources have their own host's scopes.
+		if v := pr.req.Get(throttling.MetaScopes); v != nil {
+			sreq.Set(throttling.MetaScopes, v)
+		}
+	}
+	a := &admission{req: sreq, doc: docHop}
 	if thr := t.r.opts.Throttler; thr != nil {
 		scopes, err := thr.Scopes(pr.ctx, sreq)
 		if err != nil {

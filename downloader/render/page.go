@@ -16,23 +16,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/downloader/handler"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
 )
-
-type reportKey struct{}
-
-// WithReport returns a context under which the renderer calls fn with the
-// page's own outcome (its main document's status and headers) as soon as
-// the document has loaded, before scripts, subresources and waits are
-// over. The engine uses it to free the page's throttling slot early, so
-// that the page's subresources, which need slots of the same host, are
-// not blocked by the page itself. fn may not be called (a page that never
-// loads): the caller then reports the final outcome.
-func WithReport(ctx context.Context, fn func(res *spider.Response, err error)) context.Context {
-	return context.WithValue(ctx, reportKey{}, fn)
-}
 
 // pageRun is the state of one render: the page's document, its lifecycle
 // events, and the subresource requests admitted and not finished yet.
@@ -63,6 +51,7 @@ type admission struct {
 	scopes throttling.Scopes
 	sentAt time.Time
 	page   bool // the page's own document: reported through report
+	doc    bool // a redirect hop of the page's own document
 	res    *network.Response
 }
 
@@ -215,7 +204,7 @@ func (t *tab) render(ctx context.Context, req *spider.Request) (res *spider.Resp
 
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
-	report, _ := ctx.Value(reportKey{}).(func(*spider.Response, error))
+	report := handler.Report(ctx)
 	pr := newPageRun(t, rctx, req, report)
 	pr.block3rd = block3rd
 	if p, ok := req.Get(downloader.MetaProxy).(string); ok && p != "" {

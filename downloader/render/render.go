@@ -13,19 +13,21 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/downloader/handler"
 	"github.com/gocrawl/gocrawl/downloader/netguard"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/throttling"
 )
 
-// Request meta keys read by the renderer and by Wanted.
+// Request meta keys read by the renderer and by the engine's choice of
+// handler.
 const (
 	// MetaRender (bool) renders the request (true) or fetches it over
-	// plain HTTP (false), whatever RENDER_JS and RENDER_SCOPES say.
-	MetaRender = "render"
+	// plain HTTP (false), whatever RENDER_JS and RENDER_SCOPES say (see
+	// handler.Rendering).
+	MetaRender = handler.MetaRender
 	// MetaWait ("load", "domcontentloaded", "networkidle") overrides
 	// RENDER_WAIT.
 	MetaWait = "render_wait"
@@ -65,14 +67,6 @@ var ErrClosed = errors.New("render: renderer closed")
 
 // probeTimeout bounds the liveness check of a browser after a failed render.
 const probeTimeout = 3 * time.Second
-
-// Throttler is what the renderer needs from the crawl's throttler to admit
-// a page's subresource requests: *throttling.Throttler implements it.
-type Throttler interface {
-	Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error)
-	Admit(ctx context.Context, scopes throttling.Scopes) (time.Time, error)
-	Done(ctx context.Context, req *spider.Request, scopes throttling.Scopes, sentAt time.Time, res *spider.Response, err error)
-}
 
 // WaitMode says when a loaded page is ready to be taken.
 type WaitMode string
@@ -133,7 +127,7 @@ type Options struct {
 	MaxMemory int64
 	// Throttler admits subresource requests; nil lets them through
 	// unthrottled (tests of the renderer alone).
-	Throttler Throttler
+	Throttler handler.Throttler
 	// Actor runs the spider's own page actions; nil = none.
 	Actor PageActor
 	// Stats receives the render/* counters; nil = a private collector.
@@ -196,45 +190,6 @@ func OptionsFromSettings(s *settings.Settings) (Options, error) {
 		return o, errors.New("RENDER_TIMEOUT: must be positive")
 	}
 	return o, nil
-}
-
-// Enabled reports whether the settings ask for rendering up front
-// (RENDER_JS or RENDER_SCOPES): the engine then checks for a browser at
-// start-up instead of at the first request with the render meta.
-func Enabled(s *settings.Settings) bool {
-	return s.Bool("RENDER_JS") || len(s.Strings("RENDER_SCOPES")) > 0
-}
-
-// Wanted reports whether req is to be rendered: its render meta when set,
-// else RENDER_JS (all), else whether one of its throttling scopes is in
-// RENDER_SCOPES (scopes may be nil).
-func Wanted(req *spider.Request, all bool, renderScopes map[string]bool, scopes throttling.Scopes) bool {
-	switch v := req.Get(MetaRender).(type) {
-	case bool:
-		return v
-	case string:
-		switch strings.ToLower(v) {
-		case "true", "1", "yes":
-			return true
-		case "false", "0", "no":
-			return false
-		}
-	}
-	if all {
-		return true
-	}
-	if len(renderScopes) == 0 {
-		return false
-	}
-	if renderScopes[req.Host()] {
-		return true
-	}
-	for _, s := range scopes {
-		if renderScopes[s.Name] {
-			return true
-		}
-	}
-	return false
 }
 
 // Renderer renders requests in headless Chromium: Options.Tabs tabs over

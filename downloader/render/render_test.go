@@ -52,13 +52,35 @@ func TestMain(m *testing.M) {
 // throttler (nil: subresources are not throttled).
 type switchThrottler struct {
 	inner atomic.Pointer[throttling.Throttler]
+	// seen, when set, records the scopes given to each URL path.
+	seen atomic.Pointer[scopeLog]
+}
+
+type scopeLog struct {
+	mu     sync.Mutex
+	scopes map[string]string
+}
+
+func (l *scopeLog) get(path string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.scopes[path]
 }
 
 func (s *switchThrottler) Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
+	sc := throttling.Scopes{{Name: req.Host()}}
 	if t := s.inner.Load(); t != nil {
-		return t.Scopes(ctx, req)
+		var err error
+		if sc, err = t.Scopes(ctx, req); err != nil {
+			return nil, err
+		}
 	}
-	return throttling.Scopes{{Name: req.Host()}}, nil
+	if l := s.seen.Load(); l != nil {
+		l.mu.Lock()
+		l.scopes[req.URL.Path] = fmt.Sprint(sc.Names())
+		l.mu.Unlock()
+	}
+	return sc, nil
 }
 
 func (s *switchThrottler) Admit(ctx context.Context, sc throttling.Scopes) (time.Time, error) {
@@ -451,36 +473,6 @@ func TestOptionsFromSettings(t *testing.T) {
 	}
 }
 
-func TestWanted(t *testing.T) {
-	req := func(meta any) *spider.Request {
-		r := spider.MustRequest("https://app.example.com/x", nil)
-		if meta != nil {
-			r.Set(MetaRender, meta)
-		}
-		return r
-	}
-	scopes := map[string]bool{"app.example.com": true}
-	for _, tc := range []struct {
-		name   string
-		req    *spider.Request
-		all    bool
-		scopes map[string]bool
-		want   bool
-	}{
-		{"default off", req(nil), false, nil, false},
-		{"RENDER_JS", req(nil), true, nil, true},
-		{"meta false beats RENDER_JS", req(false), true, nil, false},
-		{"meta true", req(true), false, nil, true},
-		{"meta string", req("true"), false, nil, true},
-		{"RENDER_SCOPES host", req(nil), false, scopes, true},
-		{"RENDER_SCOPES other", spider.MustRequest("https://b.example.com/", nil), false, scopes, false},
-	} {
-		if got := Wanted(tc.req, tc.all, tc.scopes, nil); got != tc.want {
-			t.Errorf("%s: Wanted = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestRenderThroughProxy(t *testing.T) {
 	var direct atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -555,5 +547,51 @@ func TestThirdPartySubresources(t *testing.T) {
 				t.Error("render/subresources/blocked/third_party did not count the blocked script")
 			}
 		})
+	}
+}
+
+// The render path follows the crawl's scope rule: a browser-followed
+// redirect of the page keeps the page's throttling_scopes meta, which is
+// its whole set of scopes (no host scope added), while the page's
+// subresources are admitted under their own host's scope.
+func TestRenderRedirectKeepsMetaScopes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/start":
+			http.Redirect(w, r, "/hop", http.StatusFound)
+		case "/hop":
+			http.Redirect(w, r, "/landing", http.StatusFound)
+		case "/app.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, `document.body.appendChild(Object.assign(document.createElement("div"), {id: "done"}));`)
+		default:
+			writePage(w, `<script src="/app.js"></script>`)
+		}
+	}))
+	defer srv.Close()
+	thr, err := throttling.New(settings.New(), throttling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &scopeLog{scopes: map[string]string{}}
+	sharedThr.inner.Store(thr)
+	sharedThr.seen.Store(log)
+	defer func() { sharedThr.inner.Store(nil); sharedThr.seen.Store(nil) }()
+	res, err := render1(t, srv.URL+"/start", map[string]any{throttling.MetaScopes: "api", MetaWaitSelector: "#done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.URL.Path != "/landing" {
+		t.Fatalf("rendered %s, want the redirect's /landing", res.URL)
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, tt := range []struct{ path, want string }{
+		{"/hop", "[api]"},
+		{"/landing", "[api]"},
+		{"/app.js", "[" + host + "]"},
+	} {
+		if got := log.get(tt.path); got != tt.want {
+			t.Errorf("%s admitted with scopes %q, want %q", tt.path, got, tt.want)
+		}
 	}
 }

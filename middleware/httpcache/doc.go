@@ -1,6 +1,7 @@
-// Package httpcache stores HTTP responses in a Pebble database and decides,
-// with a Policy, which ones may be stored and when a stored one may answer
-// a request without sending it. The HttpCache downloader middleware
+// Package httpcache decides, with a Policy, which HTTP responses may be
+// stored and when a stored one may answer a request without sending it,
+// and defines the Store that keeps them (package pebblecache keeps them in
+// a Pebble database and registers itself when imported). The HttpCache downloader middleware
 // (package middleware) uses it; this package has no knowledge of chains
 // or settings, so it can be reused and tested on its own.
 //

@@ -3,20 +3,15 @@ package httpcache
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/gob"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"github.com/gocrawl/gocrawl/internal/pebblefatal"
-	"github.com/gocrawl/gocrawl/internal/privfs"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -50,49 +45,22 @@ func (e *Entry) Response(req *spider.Request) *spider.Response {
 		Request: req, Flags: []string{"cached"}}
 }
 
-// Store is a Pebble database of responses keyed by request fingerprint.
-// It is safe for concurrent use.
-type Store struct {
-	db      *pebble.DB
-	breaker pebblefatal.Breaker // after a fatal write error, writes fail at once
-}
-
-// StoreOptions configure Open.
-type StoreOptions struct {
-	// FS replaces the operating system's file system (tests use
-	// vfs.NewMem()).
-	FS vfs.FS
-}
-
-// Open opens (creating it if needed) the cache database in dir.
-func Open(dir string, o StoreOptions) (*Store, error) {
-	// The cache holds Set-Cookie values and pages behind logins: private
-	// to the user (folders 0700, files 0600).
-	s := &Store{}
-	opts := &pebble.Options{Logger: s.breaker.Logger(), FS: privfs.FS(o.FS)}
-	if o.FS == nil {
-		if _, err := privfs.MkdirAll(dir); err != nil {
-			return nil, fmt.Errorf("HTTP cache folder %s: %w", dir, err)
-		}
-	}
-	var db *pebble.DB
-	err := s.breaker.Do("opening", func() (err error) {
-		db, err = pebble.Open(dir, opts)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("opening HTTP cache in %s: %w", dir, err)
-	}
-	s.db = db
-	return s, nil
-}
-
-// Close closes the database.
-func (s *Store) Close() error {
-	if s.breaker.Err() != nil {
-		return nil // broken by a failed write, reported then; closing would block
-	}
-	return s.breaker.Do("HTTP cache", s.db.Close)
+// Store keeps responses by request fingerprint (Fingerprint); it is safe
+// for concurrent use. Package pebblecache keeps them in a Pebble database
+// and registers its opener (RegisterOpener) when it is imported.
+type Store interface {
+	// Meta returns what is stored about fp, without the body, or an
+	// error wrapping ErrNotFound.
+	Meta(fp string) (*Meta, error)
+	// Get returns the entry stored for fp, or an error wrapping
+	// ErrNotFound.
+	Get(fp string) (*Entry, error)
+	// Put stores e under fp.
+	Put(fp string, e *Entry) error
+	// PutMeta replaces the metadata of fp, keeping its body (after a 304).
+	PutMeta(fp string, m *Meta) error
+	// Close closes the store.
+	Close() error
 }
 
 // Fingerprint identifies a request in the cache: its method, canonical URL
@@ -126,75 +94,40 @@ func CanonicalURL(u *url.URL) string {
 
 func lower(s string) string { return string(bytes.ToLower([]byte(s))) }
 
-func metaKey(fp string) []byte { return []byte("m/" + fp) }
-func bodyKey(fp string) []byte { return []byte("b/" + fp) }
-
 // ErrNotFound is returned for requests with nothing stored.
 var ErrNotFound = errors.New("not in the HTTP cache")
 
-// Meta returns what is stored about fingerprint fp, without the body.
-func (s *Store) Meta(fp string) (*Meta, error) {
-	v, closer, err := s.db.Get(metaKey(fp))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer closer.Close()
-	var m Meta
-	if err := gob.NewDecoder(bytes.NewReader(v)).Decode(&m); err != nil {
-		return nil, fmt.Errorf("HTTP cache entry %s is corrupt: %w", fp, err)
-	}
-	return &m, nil
+// Opener opens a Store in dir, creating it if needed.
+type Opener func(dir string) (Store, error)
+
+var (
+	openerMu sync.Mutex
+	opener   Opener
+)
+
+// RegisterOpener makes f the way Open opens stores; package pebblecache
+// calls it when it is imported.
+func RegisterOpener(f Opener) {
+	openerMu.Lock()
+	opener = f
+	openerMu.Unlock()
 }
 
-// Get returns the entry stored for fp.
-func (s *Store) Get(fp string) (*Entry, error) {
-	m, err := s.Meta(fp)
-	if err != nil {
-		return nil, err
-	}
-	v, closer, err := s.db.Get(bodyKey(fp))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer closer.Close()
-	return &Entry{Meta: *m, Body: bytes.Clone(v)}, nil
-}
+// StoreImport is the package whose import registers the store on disk.
+const StoreImport = "github.com/gocrawl/gocrawl/middleware/httpcache/pebblecache"
 
-// Put stores e under fp. Writes are not synced: a cache may lose its last
-// entries in a crash, never its consistency.
-func (s *Store) Put(fp string, e *Entry) error {
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(&e.Meta); err != nil {
-		return err
-	}
-	return s.write(func() error {
-		b := s.db.NewBatch()
-		defer b.Close()
-		if err := b.Set(bodyKey(fp), e.Body, nil); err != nil {
-			return err
-		}
-		if err := b.Set(metaKey(fp), buf.Bytes(), nil); err != nil {
-			return err
-		}
-		return b.Commit(pebble.NoSync)
-	})
-}
+// ErrNoStore is the kind of the error of Open in a program that imported
+// no store.
+var ErrNoStore = errors.New("no HTTP cache store linked into this program")
 
-// PutMeta replaces the metadata of fp, keeping its body (after a 304).
-func (s *Store) PutMeta(fp string, m *Meta) error {
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(m); err != nil {
-		return err
+// Open opens the store in dir with the registered opener. Without one the
+// error wraps ErrNoStore and names the package to import.
+func Open(dir string) (Store, error) {
+	openerMu.Lock()
+	f := opener
+	openerMu.Unlock()
+	if f == nil {
+		return nil, fmt.Errorf("HTTPCACHE_ENABLED: %w; add the import\n\timport _ %q\nto the program (the gocrawl command and cli.Main programs have it)", ErrNoStore, StoreImport)
 	}
-	return s.write(func() error { return s.db.Set(metaKey(fp), buf.Bytes(), pebble.NoSync) })
+	return f(dir)
 }
-
-// write runs fn, a write to the database, through the breaker: after a
-// fatal write error (a full disk) every write fails at once.
-func (s *Store) write(fn func() error) error { return s.breaker.Do("HTTP cache", fn) }

@@ -19,11 +19,12 @@ import (
 	"github.com/gocrawl/gocrawl/throttling"
 )
 
-// This file wires a Job into a crawl. The engine calls, in order:
+// This file wires a Job into a crawl: a *Job is an engine.Job, and the
+// engine calls, in order:
 //
 //	j.Stats()                    // the stats collector, restored
 //	j.RestoreThrottling(thr)     // scopes keep their backoff
-//	j.Storage(sp)                // the scheduler's queue and dupefilter
+//	j.Storage(c)                 // the scheduler's queue and dupefilter
 //	stop := j.StartCheckpoints(thr, st)
 //	...crawl...
 //	stop(); j.Checkpoint(thr, st) // after the scheduler is closed
@@ -140,12 +141,18 @@ func afterLastNewline(f io.ReaderAt, size int64) (int64, error) {
 	return 0, nil
 }
 
-// Storage returns the scheduler storage of the job: the Pebble queue and
-// dupefilter, bound to sp for callback names. Pass it as
-// scheduler.Deps.Storage.
-func (j *Job) Storage(sp spider.Spider) (*scheduler.Storage, error) {
+// Storage returns the scheduler storage of the job for the crawl of c:
+// the Pebble queue and dupefilter, bound to c.Spider for callback names.
+// Pass it as scheduler.Deps.Storage. Unless LimitUnsynced was called, the
+// acknowledgements a crash can lose from Pebble's buffer are bounded by
+// about as many requests as a crash repeats anyway: c's
+// CONCURRENT_REQUESTS, at least 16.
+func (j *Job) Storage(c *spider.Crawler) (*scheduler.Storage, error) {
+	if !j.limitSet && c.Settings != nil {
+		j.LimitUnsynced(max(c.Settings.Int("CONCURRENT_REQUESTS"), 16))
+	}
 	q, err := pebbleq.New(j.db, pebbleq.Options{
-		Codec:      reqcodec.Codec{Spider: sp},
+		Codec:      reqcodec.Codec{Spider: c.Spider},
 		Prefix:     PrefixQueue,
 		OnAck:      j.recordFeeds,
 		AfterWrite: j.Written,
@@ -176,10 +183,11 @@ func (j *Job) Storage(sp spider.Spider) (*scheduler.Storage, error) {
 // first writes it out to the operating system (a write system call; it
 // does not wait for the disk or for the syncer's fsync under way), so a
 // process crash repeats at most about n requests beyond those in flight.
-// The engine sets n to CONCURRENT_REQUESTS (at least 16). Call it before
-// Storage.
+// Storage sets n to the crawl's CONCURRENT_REQUESTS (at least 16) unless
+// this was called before it.
 func (j *Job) LimitUnsynced(n int) {
 	j.maxUnsynced = uint64(max(n, 0))
+	j.limitSet = true
 }
 
 // acked records n acknowledgements committed (pebbleq.Options.AfterAcks),
@@ -227,8 +235,13 @@ func (j *Job) RestoreThrottling(thr *throttling.Throttler) error {
 }
 
 // Checkpoint saves the throttling state and the stats. It does not sync:
-// the periodic sync and Close do.
+// the periodic sync and Close do. After a write failure made the database
+// unusable (Failed) it saves nothing and returns nil: the failure was
+// reported when it happened.
 func (j *Job) Checkpoint(thr *throttling.Throttler, st *stats.Collector) error {
+	if j.Failed() != nil {
+		return nil
+	}
 	if thr != nil {
 		if err := j.SaveThrottling(thr.Snapshot()); err != nil {
 			return err

@@ -39,7 +39,7 @@ func TestFullDiskIsAnErrorNotAPanic(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "job")
 	j := mustOpen(t, dir, "books", Options{FS: errorfs.Wrap(vfs.Default, inj), SyncInterval: -1})
 	sp := &testSpider{}
-	st, err := j.Storage(sp)
+	st, err := j.Storage(&spider.Crawler{Spider: sp})
 	if err != nil {
 		t.Fatal(err)
 	}

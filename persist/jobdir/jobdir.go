@@ -160,6 +160,7 @@ type Job struct {
 
 	// Acknowledgements committed, written out and synced (LimitUnsynced).
 	maxUnsynced uint64
+	limitSet    bool          // LimitUnsynced was called
 	acks        atomic.Uint64 // committed
 	acksWritten atomic.Uint64 // written to the operating system (a process crash keeps them)
 	acksSynced  atomic.Uint64 // covered by a completed sync (fsync)

@@ -140,7 +140,7 @@ func TestLimitUnsyncedDoesNotWaitForTheDisk(t *testing.T) {
 	copyDir(t, filepath.Join(f.j.Dir(), stateDirName), filepath.Join(crashed, stateDirName))
 	j2 := mustOpen(t, crashed, "books", Options{SyncInterval: -1})
 	defer j2.Close()
-	st, err := j2.Storage(f.sp)
+	st, err := j2.Storage(&spider.Crawler{Spider: f.sp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestPowerFailureKeepsSyncs(t *testing.T) {
 			t.Fatal(err)
 		}
 		j := mustOpen(t, f.j.Dir(), "books", Options{FS: c.fs, SyncInterval: -1})
-		st, err := j.Storage(f.sp)
+		st, err := j.Storage(&spider.Crawler{Spider: f.sp})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,7 +302,7 @@ func newSyncFixture(t *testing.T, o Options, limit int) *syncFixture {
 	j := mustOpen(t, filepath.Join(t.TempDir(), "job"), "books", o)
 	j.LimitUnsynced(limit)
 	sp := &testSpider{}
-	st, err := j.Storage(sp)
+	st, err := j.Storage(&spider.Crawler{Spider: sp})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gocrawl/gocrawl/spider"
+	"github.com/gocrawl/gocrawl/throttling"
 )
 
 type testSpider struct{ spider.Base }
@@ -295,5 +297,36 @@ func TestCodecClosureWrapsErrNotMethod(t *testing.T) {
 	r := spider.MustRequest("http://a.test/", func(context.Context, *spider.Response, spider.Output) error { return nil })
 	if _, err := c.Encode(r); !errors.Is(err, spider.ErrNotMethod) {
 		t.Fatalf("err = %v, want spider.ErrNotMethod (pqueue.Codec contract)", err)
+	}
+}
+
+// The throttling_delay mark is ordinary meta: it survives a record, so a
+// request whose delay was taken before it was stored (in a JOBDIR or Redis
+// queue) is not held again when it is read back, after a restart too.
+func TestCodecKeepsTheDelayMark(t *testing.T) {
+	c := Codec{Spider: &testSpider{}}
+	for _, taken := range []bool{false, true} {
+		req := spider.MustRequest("https://example.com/", nil).Set(throttling.MetaDelay, 100.0)
+		if taken {
+			throttling.TakeRequestDelay(req)
+		}
+		b, err := c.Encode(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if throttling.DelayTaken(got) != taken {
+			t.Errorf("taken %v: decoded mark %v", taken, throttling.DelayTaken(got))
+		}
+		want := 100 * time.Second
+		if taken {
+			want = 0
+		}
+		if d, err := throttling.PendingRequestDelay(got); err != nil || d != want {
+			t.Errorf("taken %v: decoded request's pending delay %v, %v; want %v", taken, d, err, want)
+		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
-	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
 )
@@ -274,25 +273,15 @@ func (f *Frontier) markKnown(scope string) {
 	f.mu.Unlock()
 }
 
-// relativeDelay reads the throttling_delay meta as the scripts want it:
-// "+MS" after Redis's now, or "" for none.
+// relativeDelay is the throttling_delay req still has to wait
+// (throttling.PendingRequestDelay: none once applied) as the scripts want
+// it: "+MS" after Redis's now, or "" for none.
 func relativeDelay(req *spider.Request) (string, error) {
-	v := req.Get(throttling.MetaDelay)
-	if v == nil {
-		return "", nil
+	d, err := throttling.PendingRequestDelay(req)
+	if err != nil || d <= 0 {
+		return "", err
 	}
-	x, err := settings.Float.Convert(v)
-	if err != nil {
-		return "", fmt.Errorf("request %s: meta %s: %v", req, throttling.MetaDelay, err)
-	}
-	secs := x.(float64)
-	if secs < 0 {
-		return "", fmt.Errorf("request %s: meta %s: %v is negative", req, throttling.MetaDelay, secs)
-	}
-	if secs == 0 {
-		return "", nil
-	}
-	return fmt.Sprintf("+%.3f", secs*1000), nil
+	return fmt.Sprintf("+%.3f", float64(d)/float64(time.Millisecond)), nil
 }
 
 // Ack implements pqueue.PriorityQueue: the acknowledgement (with the

@@ -193,9 +193,9 @@ func (f *Frontier) popped(m string, sentAt time.Time) (*pqueue.Popped, error) {
 		f.out.add(&op{kind: opAck, shard: shardOfID(in.ID), ack: ack{id: in.ID}})
 		return nil, nil
 	}
-	if req.Meta != nil {
-		delete(req.Meta, throttling.MetaDelay) // it held the request once, before its first send
-	}
+	// Its delay (if any) held it once, in the delayed set: mark it, so
+	// that neither the engine nor a copy waits again.
+	throttling.MarkRequestDelayTaken(req)
 	at := f.leases.add(in.ID, sentAt, false)
 	return &pqueue.Popped{ID: in.ID, Req: req, Scopes: in.Scopes, Admitted: true, SentAt: at}, nil
 }

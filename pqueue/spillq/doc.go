@@ -30,4 +30,12 @@
 // and the write-ahead log is off. A write that fails (a full disk) fails
 // with pqueue.ErrStorage and the engine stops the crawl with it; no request
 // is silently lost.
+//
+// Importing the package registers the store as the scheduler's spill
+// storage (scheduler.SpillStorage): a crawl without JOBDIR or REDIS_URL
+// then uses it whenever SCHEDULER_MEMORY_MAX_REQUESTS is positive. The
+// gocrawl command and every cli.Main program import it; a program that
+// runs the engine itself adds
+//
+//	import _ "github.com/gocrawl/gocrawl/pqueue/spillq"
 package spillq

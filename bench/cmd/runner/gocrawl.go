@@ -12,6 +12,7 @@ import (
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/observe/metrics"
 	"github.com/gocrawl/gocrawl/persist/jobdir"
+	_ "github.com/gocrawl/gocrawl/pqueue/spillq" // the spill store, as the gocrawl command links it
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/spiders/follow"
@@ -62,6 +63,7 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 	if v.FastHTTP {
 		opts.Transport = newFastTransport(sc.Concurrency)
 	}
+	var job *jobdir.Job
 	if v.JobDir {
 		// As `gocrawl run -s JOBDIR=...` does: the caller opens the job
 		// directory and hands it to the engine.
@@ -70,7 +72,7 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 			return res, err
 		}
 		defer os.RemoveAll(dir)
-		job, err := jobdir.Open(dir, sp.Name(), jobdir.Options{SyncDelay: jobSyncDelay})
+		job, err = jobdir.Open(dir, sp.Name(), jobdir.Options{SyncDelay: jobSyncDelay})
 		if err != nil {
 			return res, err
 		}
@@ -92,8 +94,8 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 		return res, err
 	}
 	res.Responses, res.OK = snap.Global.Responses, snap.Global.OK
-	if opts.Job != nil {
-		if m, ok, err := opts.Job.LastSync(); err == nil && ok {
+	if job != nil {
+		if m, ok, err := job.LastSync(); err == nil && ok {
 			res.JobSyncs = m.Count
 		}
 	}

@@ -1,0 +1,16 @@
+package cli
+
+// The backends a crawl run from the command line may ask for by its
+// settings, linked into every cli.Main program so that it behaves as the
+// gocrawl command does: the engine itself imports neither.
+import (
+	// Headless Chromium for requests that ask to be rendered (the render
+	// meta, RENDER_JS, RENDER_SCOPES): registers the "render" download
+	// handler.
+	_ "github.com/gocrawl/gocrawl/downloader/render"
+	// The HTTP cache's store on disk (HTTPCACHE_ENABLED).
+	_ "github.com/gocrawl/gocrawl/middleware/httpcache/pebblecache"
+	// The queue that spills to disk past SCHEDULER_MEMORY_MAX_REQUESTS in
+	// a crawl without JOBDIR: registers the scheduler's spill storage.
+	_ "github.com/gocrawl/gocrawl/pqueue/spillq"
+)
