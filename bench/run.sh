@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the gocrawl vs Colly benchmark (issue 7, scenarios S1-S4) and prints
+# Runs the gocrawl vs Colly benchmark (scenarios S1-S4) and prints
 # one table with the ratios (gocrawl/colly; in S1 also against "bare", a
 # net/http fetch loop with a regexp link scan, and JOBDIR against memory);
 # every number also goes to CSV.

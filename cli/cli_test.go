@@ -1,10 +1,9 @@
 package cli_test
 
 import (
-	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -22,13 +21,7 @@ import (
 // binary is the gocrawl command built once for this test binary.
 var binary string
 
-func TestMain(m *testing.M) {
-	var cleanup func()
-	binary, cleanup = gocrawlbin.MustBuild()
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { gocrawlbin.Main(m, &binary) }
 
 type result struct {
 	code           int
@@ -39,28 +32,13 @@ type result struct {
 // variables; GOCRAWL_ variables of the test's own environment are removed.
 func gocrawl(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = dir
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GOCRAWL_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
 	// Human-readable logs and summaries, as on a terminal; tests of the
 	// JSON stream pass GOCRAWL_LOG_FORMAT=json (the last value wins).
-	cmd.Env = append(cmd.Env, "GOCRAWL_LOG_FORMAT=console")
-	cmd.Env = append(cmd.Env, env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running gocrawl %v: %v", args, err)
+	r, err := gocrawlbin.Run(context.Background(), binary, dir, append([]string{"GOCRAWL_LOG_FORMAT=console"}, env...), args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return result{code, out.String(), errb.String()}
+	return result{r.Code, r.Stdout, r.Stderr}
 }
 
 func (r result) expect(t *testing.T, code int, stdout, stderr []string) {

@@ -140,9 +140,6 @@ func applyArgsWithStart(sp spider.Spider, args map[string]string, rawURL string)
 	if _, ok := args["start_urls"]; ok {
 		return ApplyArgs(sp, args)
 	}
-	if _, ok := args["start_url"]; ok {
-		return ApplyArgs(sp, args)
-	}
 	with := maps.Clone(args)
 	with["start_urls"] = rawURL
 	if err := ApplyArgs(sp, with); err == nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/observe/report"
+	"github.com/gocrawl/gocrawl/observe/stats"
 )
 
 // summarySection adds lines to the end-of-crawl summary; tw is a tab
@@ -36,8 +37,8 @@ func WriteSummary(w io.Writer, spiderName string, res *engine.Result) {
 	line := func(label, value string) { fmt.Fprintf(tw, "%s\t%s\n", label, value) }
 	line("requests", fmt.Sprintf("%d%s", get("downloader/request_count"), breakdown(st, "downloader/request_method_count/")))
 	line("responses", fmt.Sprintf("%d%s", get("downloader/response_count"), breakdown(st, "downloader/response_status_count/")))
-	items := fmt.Sprintf("%d scraped", get("item_scraped_count"))
-	if n := get("item_dropped_count"); n > 0 {
+	items := fmt.Sprintf("%d scraped", get(stats.ItemScrapedCount))
+	if n := get(stats.ItemDroppedCount); n > 0 {
 		items += fmt.Sprintf(", %d dropped%s", n, breakdown(st, "item_dropped_reasons_count/"))
 	}
 	line("items", items)

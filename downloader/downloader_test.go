@@ -27,6 +27,7 @@ import (
 	"github.com/andybalholm/brotli"
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/devtools/syncbuf"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -264,17 +265,6 @@ func TestDecompression(t *testing.T) {
 	}
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
 func TestWarnSizeLogs(t *testing.T) {
 	// 64 chunks, each flushed: the body arrives in many reads past the
 	// threshold, and the warning is still logged once.
@@ -284,22 +274,22 @@ func TestWarnSizeLogs(t *testing.T) {
 			w.(http.Flusher).Flush()
 		}
 	})
-	var logs syncBuf
+	var logs syncbuf.Buffer
 	d := newTestDownloader(t, Options{WarnSize: 4 << 10, Log: zerolog.New(&logs)})
 	if _, err := get(t, d, srv.URL); err != nil {
 		t.Fatal(err)
 	}
-	out := logs.b.String()
+	out := logs.String()
 	if !strings.Contains(out, "DOWNLOAD_WARNSIZE") || !strings.Contains(out, srv.URL) || !strings.Contains(out, `"bytes_so_far":`) {
 		t.Errorf("no size warning logged: %q", out)
 	}
 	if n := strings.Count(out, "DOWNLOAD_WARNSIZE"); n != 1 {
 		t.Errorf("size warning logged %d times for one response, want once: %q", n, out)
 	}
-	logs.b.Reset()
+	logs.Reset()
 	req := spider.MustRequest(srv.URL, nil).Set(MetaDownloadWarnSize, 1<<20)
-	if _, err := d.Fetch(context.Background(), req); err != nil || logs.b.Len() != 0 {
-		t.Errorf("download_warnsize meta not honoured: %v %q", err, logs.b.String())
+	if _, err := d.Fetch(context.Background(), req); err != nil || logs.String() != "" {
+		t.Errorf("download_warnsize meta not honoured: %v %q", err, logs.String())
 	}
 }
 

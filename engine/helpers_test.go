@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/devtools/syncbuf"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -45,26 +45,8 @@ func testSettings(t *testing.T, kv ...any) *settings.Settings {
 	return s
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func testLogger() (zerolog.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
+func testLogger() (zerolog.Logger, *syncbuf.Buffer) {
+	buf := &syncbuf.Buffer{}
 	return zerolog.New(buf).Level(zerolog.DebugLevel), buf
 }
 

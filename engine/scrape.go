@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"github.com/gocrawl/gocrawl/middleware"
+	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/pipeline"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -170,7 +171,7 @@ func (e *Engine) processItem(ctx context.Context, item any) {
 		item, err = safeProcess(ctx, p, item)
 		if err != nil {
 			reason := pipeline.Reason(err)
-			e.stats.Inc("item_dropped_count", 1)
+			e.stats.Inc(stats.ItemDroppedCount, 1)
 			e.stats.Inc("item_dropped_reasons_count/"+reason, 1)
 			if errors.Is(err, pipeline.ErrFatal) {
 				// Items can no longer be written: fetching more pages would
@@ -184,11 +185,11 @@ func (e *Engine) processItem(ctx context.Context, item any) {
 			return
 		}
 		if item == nil {
-			e.stats.Inc("item_dropped_count", 1)
+			e.stats.Inc(stats.ItemDroppedCount, 1)
 			return
 		}
 	}
-	e.stats.Inc("item_scraped_count", 1)
+	e.stats.Inc(stats.ItemScrapedCount, 1)
 	if n := e.items.Add(1); e.closeItems > 0 && n >= e.closeItems {
 		e.Stop("closespider_itemcount")
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/gocrawl/gocrawl/internal/redact"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -57,12 +58,7 @@ func RedactedRequest(req *spider.Request) string {
 }
 
 // RedactedURL returns u with any password replaced by "xxxxx".
-func RedactedURL(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	return u.Redacted()
-}
+func RedactedURL(u *url.URL) string { return redact.URL(u) }
 
 // guardChain is shared by the guards of one chain. A traversal of the
 // chain carries one guardFrame in its context (one allocation per request,

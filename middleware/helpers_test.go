@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,11 +8,11 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/devtools/syncbuf"
 	"github.com/gocrawl/gocrawl/downloader"
 	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/settings"
@@ -31,7 +30,7 @@ func (*testSpider) Parse(context.Context, *spider.Response, spider.Output) error
 }
 
 // newCrawler returns a crawler with settings overrides and a log buffer.
-func newCrawler(t *testing.T, sp spider.Spider, set map[string]any) (*spider.Crawler, *syncBuffer) {
+func newCrawler(t *testing.T, sp spider.Spider, set map[string]any) (*spider.Crawler, *syncbuf.Buffer) {
 	t.Helper()
 	s := settings.New()
 	// RobotsTxt is tested on its own (robots_test.go); the other tests'
@@ -47,25 +46,8 @@ func newCrawler(t *testing.T, sp spider.Spider, set map[string]any) (*spider.Cra
 	if sp == nil {
 		sp = &testSpider{}
 	}
-	buf := &syncBuffer{}
+	buf := &syncbuf.Buffer{}
 	return &spider.Crawler{Spider: sp, Settings: s, Stats: stats.New(), Log: zerolog.New(buf).Level(zerolog.DebugLevel)}, buf
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // only enables just the named built-in downloader middlewares, at their

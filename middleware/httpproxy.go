@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"strings"
 
 	"golang.org/x/net/http/httpproxy"
 
+	"github.com/gocrawl/gocrawl/internal/redact"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -42,7 +42,7 @@ func (m *HTTPProxy) WrapFetcher(next Fetcher) Fetcher {
 		if p, ok := req.Get(MetaProxy).(string); ok && p != "" {
 			u, err := url.Parse(p)
 			if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5") {
-				return nil, fmt.Errorf("invalid proxy meta %q: want http://[user:pass@]host:port", redactProxy(p))
+				return nil, fmt.Errorf("invalid proxy meta %q: want http://[user:pass@]host:port", redact.String(p))
 			}
 			return next.Fetch(ctx, req)
 		}
@@ -56,20 +56,4 @@ func (m *HTTPProxy) WrapFetcher(next Fetcher) Fetcher {
 		}
 		return next.Fetch(ctx, req)
 	})
-}
-
-// redactProxy hides the credentials of a proxy URL, parsable or not:
-// whatever comes before the last "@" of the authority becomes "xxxxx".
-func redactProxy(p string) string {
-	if u, err := url.Parse(p); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	prefix, rest := "", p
-	if i := strings.Index(p, "://"); i >= 0 {
-		prefix, rest = p[:i+3], p[i+3:]
-	}
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		rest = "xxxxx" + rest[i:]
-	}
-	return prefix + rest
 }

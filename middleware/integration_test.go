@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/devtools/crawltest"
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/middleware"
@@ -70,26 +72,13 @@ func (s *crawlSpider) OnError(ctx context.Context, req *spider.Request, err erro
 	return nil
 }
 
-func crawl(t *testing.T, sp spider.Spider, set map[string]any, opts engine.Options) *engine.Result {
+// crawl runs sp to the end without robots.txt and without random delays
+// or jitter, set over those defaults.
+func crawl(t *testing.T, sp spider.Spider, set map[string]any, opts engine.Options) crawltest.Result {
 	t.Helper()
-	s := settings.New()
 	base := map[string]any{"ROBOTSTXT_OBEY": false, "RANDOMIZE_DOWNLOAD_DELAY": false, "BACKOFF_JITTER": 0.0, "LOG_LEVEL": "ERROR"}
-	for k, v := range set {
-		base[k] = v
-	}
-	if err := s.SetMap(base, settings.SourceCommandLine, "test"); err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(sp, s, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := e.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	maps.Copy(base, set)
+	res := crawltest.Run(t, sp, crawltest.Options{Settings: base, Engine: opts, Timeout: 30 * time.Second, CallbackErrors: true})
 	if res.Reason != "finished" {
 		t.Fatalf("crawl ended with %q, want finished", res.Reason)
 	}

@@ -16,8 +16,9 @@ const (
 	MetaDontRetry = "dont_retry"
 	// MetaMaxRetryTimes (int) overrides RETRY_TIMES for a request.
 	MetaMaxRetryTimes = "max_retry_times"
-	// MetaRetryTimes (int) counts the retries made so far; set by Retry.
-	MetaRetryTimes = "retry_times"
+	// The retries made so far are counted in spider.MetaRetryTimes
+	// ("retry_times", an int), set by Retry.
+
 	// MetaRetryRefusals (int) counts the times a host refused the request
 	// by rate limit (429 or 503 with Retry-After); set by Retry, capped by
 	// RETRY_REFUSED_TIMES.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/internal/redact"
 	"github.com/gocrawl/gocrawl/middleware/proxypool"
 	"github.com/gocrawl/gocrawl/middleware/session"
 	"github.com/gocrawl/gocrawl/observe/stats"
@@ -329,7 +330,7 @@ func redactProxyErr(err error, px *proxypool.Proxy) string {
 	msg := err.Error()
 	if px.URL.User != nil {
 		if pass, ok := px.URL.User.Password(); ok && pass != "" {
-			msg = strings.ReplaceAll(msg, pass, "xxxxx")
+			msg = strings.ReplaceAll(msg, pass, redact.Mask)
 		}
 	}
 	return msg

@@ -195,7 +195,7 @@ func (r *Retry) retryRefused(req *spider.Request, reason string) *spider.Request
 // scopes are kept. reason names the failure in the stats
 // (retry/reason_count/<reason>); st may be nil.
 func RetryRequest(req *spider.Request, reason string, maxRetries, priorityAdjust int, st *stats.Collector, log zerolog.Logger) *spider.Request {
-	n, _ := metaInt(req, MetaRetryTimes)
+	n, _ := metaInt(req, spider.MetaRetryTimes)
 	n++
 	if n > maxRetries {
 		if st != nil {
@@ -206,7 +206,7 @@ func RetryRequest(req *spider.Request, reason string, maxRetries, priorityAdjust
 		return nil
 	}
 	nr := req.Clone()
-	nr.Set(MetaRetryTimes, n)
+	nr.Set(spider.MetaRetryTimes, n)
 	clearCopyMeta(nr)
 	nr.DontFilter = true
 	nr.Priority = req.Priority + priorityAdjust

@@ -57,9 +57,9 @@ func TestRetry(t *testing.T) {
 				t.Fatalf("retries = %d, want %d", got, tt.wantRetries)
 			}
 			for i, r := range seen[1:] {
-				n, _ := metaInt(r, MetaRetryTimes)
+				n, _ := metaInt(r, spider.MetaRetryTimes)
 				if n != i+1 || !r.DontFilter || r.Priority != 10-(i+1) || r.Get("throttling_scopes") != "api" {
-					t.Errorf("retry %d: retry_times=%v DontFilter=%v priority=%d scopes=%v", i+1, r.Get(MetaRetryTimes), r.DontFilter, r.Priority, r.Get("throttling_scopes"))
+					t.Errorf("retry %d: retry_times=%v DontFilter=%v priority=%d scopes=%v", i+1, r.Get(spider.MetaRetryTimes), r.DontFilter, r.Priority, r.Get("throttling_scopes"))
 				}
 			}
 			switch {
@@ -96,7 +96,7 @@ func TestRetryRequestForCallbacks(t *testing.T) {
 	req := spider.MustRequest("http://127.0.0.1/", nil)
 	c, _ := newCrawler(t, nil, nil)
 	r1 := RetryRequest(req, "soft block", 1, -1, c.Stats, c.Log)
-	if r1 == nil || r1.Get(MetaRetryTimes) != 1 {
+	if r1 == nil || r1.Get(spider.MetaRetryTimes) != 1 {
 		t.Fatalf("first retry = %v", r1)
 	}
 	if r2 := RetryRequest(r1, "soft block", 1, -1, c.Stats, c.Log); r2 != nil {
@@ -105,7 +105,7 @@ func TestRetryRequestForCallbacks(t *testing.T) {
 	if c.Stats.Get("retry/reason_count/soft block") != 1 || c.Stats.Get("retry/max_reached") != 1 {
 		t.Errorf("stats = %v", c.Stats.Snapshot())
 	}
-	if req.Get(MetaRetryTimes) != nil {
+	if req.Get(spider.MetaRetryTimes) != nil {
 		t.Error("the original request was modified")
 	}
 }
@@ -160,7 +160,7 @@ func TestRetryRefusalsDoNotSpendTheRetries(t *testing.T) {
 			}
 			last := seen[len(seen)-1]
 			refusals, _ := metaInt(last, MetaRetryRefusals)
-			retries, _ := metaInt(last, MetaRetryTimes)
+			retries, _ := metaInt(last, spider.MetaRetryTimes)
 			if refusals != tt.wantRefusals || retries != tt.wantRetries {
 				t.Errorf("retry_refusals = %d, retry_times = %d; want %d, %d", refusals, retries, tt.wantRefusals, tt.wantRetries)
 			}

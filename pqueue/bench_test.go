@@ -35,8 +35,8 @@ func benchThrottler(b *testing.B) (*throttling.Throttler, *clock.Fake) {
 
 func scopeName(i int) string { return fmt.Sprintf("h%d.example", i) }
 
-// BenchmarkPopManyBackingOff is issue 4's benchmark (a): 1,000,000 queued
-// requests over 100,000 scopes, 99,999 of them backing off and one ready.
+// BenchmarkPopManyBackingOff measures a pop when nearly every scope
+// backs off: 1,000,000 queued requests over 100,000 scopes, 99,999 of them backing off and one ready.
 // Each iteration pops the ready scope's best request, completes it and
 // queues a replacement, so the queue stays at 1,000,000.
 func BenchmarkPopManyBackingOff(b *testing.B) {

@@ -1,7 +1,6 @@
 package scheduler_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/devtools/syncbuf"
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/scheduler"
 	"github.com/gocrawl/gocrawl/settings"
@@ -130,7 +130,7 @@ func (s *holSpider) Parse(ctx context.Context, res *spider.Response, out spider.
 type holCrawl struct {
 	e    *engine.Engine
 	sp   *holSpider
-	logs *bytes.Buffer
+	logs *syncbuf.Buffer
 	done chan error // Run's error, when it returns
 }
 
@@ -164,8 +164,8 @@ func startHOL(t testing.TB, sched string, withSlow bool, sites *holSites, clk cl
 	for i := range holFastN {
 		sp.StartURLs = append(sp.StartURLs, fmt.Sprintf("%s/f/%d", sites.fast.URL, i))
 	}
-	c := &holCrawl{sp: sp, logs: &bytes.Buffer{}, done: make(chan error, 1)}
-	c.e, err = engine.New(sp, s, engine.Options{Clock: clk, Log: zerolog.New(&lockedWriter{w: c.logs}).Level(zerolog.WarnLevel)})
+	c := &holCrawl{sp: sp, logs: &syncbuf.Buffer{}, done: make(chan error, 1)}
+	c.e, err = engine.New(sp, s, engine.Options{Clock: clk, Log: zerolog.New(c.logs).Level(zerolog.WarnLevel)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,18 +176,6 @@ func startHOL(t testing.TB, sched string, withSlow bool, sites *holSites, clk cl
 		c.done <- err
 	}()
 	return c
-}
-
-// lockedWriter serialises the crawl's log writes; read it after Run.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // holDeadline bounds, in real time, each wait of these tests for

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -169,7 +170,7 @@ func (s *Settings) LoadYAML(data []byte, name string) error {
 		}
 	}
 	var errs []error
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		origin := name
 		if l, ok := lines[k]; ok {
 			origin = fmt.Sprintf("%s:%d", name, l)
@@ -322,15 +323,6 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // unjoin flattens errors.Join results so each problem is reported once.

@@ -1,4 +1,4 @@
-// Package scenario defines the benchmark scenarios of issue 7 (S1-S4): the
+// Package scenario defines the benchmark scenarios (S1-S4): the
 // simulated site each one serves and how each crawler is configured for it.
 // The site process, the crawler runners and the orchestrator all read the
 // definitions from here, so they cannot disagree.

@@ -1,12 +1,15 @@
 // Package crawltest runs a spider to the end against a local site and
-// collects its items, for the tests of example spiders.
+// collects its items and stats: the one crawl helper of the tests of the
+// example spiders, the middlewares, the proxy pool and the renderer.
 package crawltest
 
 import (
 	"context"
 	"io"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -20,7 +23,9 @@ import (
 
 // Options are a test crawl's settings and job directory.
 type Options struct {
-	// Settings are set over the defaults (ROBOTSTXT_OBEY stays on).
+	// Settings are set over the defaults and the spider's own settings
+	// (spider.SettingsProvider), as -s options are; ROBOTSTXT_OBEY stays
+	// on unless set here.
 	Settings map[string]any
 	// JobDir, if set, keeps the crawl's state there (JOBDIR).
 	JobDir string
@@ -29,6 +34,13 @@ type Options struct {
 	// CallbackErrors allows callback errors; by default each fails the
 	// test.
 	CallbackErrors bool
+	// Engine holds the other engine options (a clock, observers,
+	// pipelines): the collecting pipeline runs after its Pipelines, and
+	// Log, when set, replaces its Log.
+	Engine engine.Options
+	// Timeout, if set, cancels the crawl after that long: it then ends
+	// with Reason "shutdown" instead of hanging the test.
+	Timeout time.Duration
 }
 
 // Result is what a crawl produced.
@@ -44,6 +56,11 @@ type Result struct {
 func Run(t testing.TB, sp spider.Spider, opts Options) Result {
 	t.Helper()
 	set := settings.New()
+	if p, ok := sp.(spider.SettingsProvider); ok {
+		if err := set.SetMap(p.Settings(), settings.SourceSpider, "spider "+sp.Name()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for k, v := range opts.Settings {
 		if err := set.Set(k, v, settings.SourceCommandLine, "test"); err != nil {
 			t.Fatal(err)
@@ -57,7 +74,8 @@ func Run(t testing.TB, sp spider.Spider, opts Options) Result {
 		mu.Unlock()
 		return item, nil
 	})
-	eo := engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}}
+	eo := opts.Engine
+	eo.Pipelines = append(slices.Clip(eo.Pipelines), pipeline.Named{Name: "collect", ItemPipeline: collect})
 	if opts.Log != nil {
 		eo.Log = zerolog.New(zerolog.SyncWriter(opts.Log)) // callbacks log from many goroutines
 	}
@@ -77,7 +95,13 @@ func Run(t testing.TB, sp spider.Spider, opts Options) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Run(context.Background())
+	ctx := context.Background()
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	res, err := e.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Item 7 of issue 13: a full disk under JOBDIR or under a feed stops the
+// A full disk under JOBDIR or under a feed stops the
 // crawl cleanly (a clear error, exit status 1, the summary), and the job
 // resumes once space is freed, losing nothing.
 

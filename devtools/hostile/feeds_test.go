@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Item 3 of issue 13: continuing an existing feed reads only its ends, and
+// Continuing an existing feed reads only its ends, and
 // a feed path that is not a regular file is a stream (or refused, exit 2,
 // when it cannot be one).
 

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Item 10 of issue 13: the job directory (queued requests with their
+// The job directory (queued requests with their
 // Authorization headers and proxy passwords) and the HTTP cache
 // (Set-Cookie values) are private to the user, whatever the umask; a
 // metrics endpoint on every interface is pointed out.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -21,13 +20,7 @@ var binary string
 
 // TestMain builds the gocrawl binary once: every crawl of these tests runs
 // in a child process, so that its peak memory can be read from outside.
-func TestMain(m *testing.M) {
-	var cleanup func()
-	binary, cleanup = gocrawlbin.MustBuild()
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { gocrawlbin.Main(m, &binary) }
 
 // run is one finished child crawl.
 type run struct {
@@ -71,9 +64,7 @@ func gocrawlIn(t *testing.T, dir string, timeout time.Duration, during func(*os.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Dir = dir
-	cmd.Env = cleanEnv()
+	cmd := gocrawlbin.Command(ctx, binary, dir, nil, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -142,16 +133,6 @@ func pollHWM(pid int, stop <-chan struct{}) int64 {
 		case <-tick.C:
 		}
 	}
-}
-
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GOCRAWL_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 func tail(s string) string {

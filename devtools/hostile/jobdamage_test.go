@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Item 8 of issue 13: damage to a job directory that Pebble repairs
+// Damage to a job directory that Pebble repairs
 // silently is said out loud: a cut write-ahead log (what was recovered,
 // as of when) and an emptied state folder (refused).
 

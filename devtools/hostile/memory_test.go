@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Item 1 of issue 13: a response costs at most its cap plus a constant,
+// A response costs at most its cap plus a constant,
 // however much the server sends or however well it compresses, and the
 // crawl-wide memory budget bounds many of them at once. Memory is the
 // child's peak RSS, compared with a crawl of one small page.

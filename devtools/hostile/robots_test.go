@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Item 9 of issue 13: an unreachable robots.txt (5xx, timeout) means
+// An unreachable robots.txt (5xx, timeout) means
 // complete disallow while it lasts (RFC 9309), but the origin's requests
 // are kept and robots.txt is fetched again with backoff; they are dropped,
 // with a log line and a counter, only after ROBOTSTXT_UNREACHABLE_TIMEOUT.

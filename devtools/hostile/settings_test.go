@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Items 2 and 6 of issue 13: bad local input costs bounded memory and time
+// Bad local input costs bounded memory and time
 // and is refused with exit status 2 and a message naming where it is; huge
 // values behave as huge, never as zero.
 

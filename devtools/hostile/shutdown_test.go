@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Item 5 of issue 13: the first Ctrl-C stops waiting at once. Requests
+// The first Ctrl-C stops waiting at once. Requests
 // waiting out a delay or robots.txt are not started, in-flight downloads
 // get SHUTDOWN_GRACE, and what was not done stays queued for a resume.
 // Real SIGINTs to the gocrawl binary.

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Item 11 of issue 13: with SSRF_PROTECTION_ENABLED, a public page cannot
+// With SSRF_PROTECTION_ENABLED, a public page cannot
 // send the crawl to an internal address, by redirect (checked when the
 // redirect is followed) or by a name that resolves to one (checked when
 // the downloader connects). The "public" site is 127.0.0.2, allowed with

@@ -1,20 +1,16 @@
 package render_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gocrawl/gocrawl/engine"
-	"github.com/gocrawl/gocrawl/pipeline"
-	"github.com/gocrawl/gocrawl/settings"
+	"github.com/gocrawl/gocrawl/devtools/crawltest"
 	"github.com/gocrawl/gocrawl/spiders/follow"
 )
 
@@ -65,16 +61,10 @@ func newJSSite(t *testing.T) *jsSite {
 
 func crawl(t *testing.T, site *jsSite, render bool, kv ...any) ([]string, map[string]float64) {
 	t.Helper()
-	s := settings.New()
 	set := map[string]any{"ROBOTSTXT_OBEY": false, "RETRY_ENABLED": false, "LOGSTATS_INTERVAL": 0,
 		"CONCURRENT_REQUESTS_PER_DOMAIN": 1, "RENDER_TIMEOUT": 20}
 	for i := 0; i < len(kv); i += 2 {
 		set[kv[i].(string)] = kv[i+1]
-	}
-	for k, v := range set {
-		if err := s.Set(k, v, settings.SourceCommandLine, "test"); err != nil {
-			t.Fatal(err)
-		}
 	}
 	sp := follow.New()
 	args := map[string]string{"start_urls": site.srv.URL + "/"}
@@ -84,26 +74,10 @@ func crawl(t *testing.T, site *jsSite, render bool, kv ...any) ([]string, map[st
 	if err := sp.SetArgs(args); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetMap(sp.Settings(), settings.SourceSpider, "follow"); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
+	res := crawltest.Run(t, sp, crawltest.Options{Settings: set, Timeout: 2 * time.Minute, CallbackErrors: true})
 	var urls []string
-	collect := pipeline.Func(func(ctx context.Context, item any) (any, error) {
-		mu.Lock()
+	for _, item := range res.Items {
 		urls = append(urls, strings.TrimPrefix(item.(follow.Page).URL, site.srv.URL))
-		mu.Unlock()
-		return item, nil
-	})
-	e, err := engine.New(sp, s, engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := e.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
 	}
 	slices.Sort(urls)
 	return urls, res.Stats

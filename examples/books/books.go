@@ -12,8 +12,6 @@ package books
 import (
 	"context"
 	"fmt"
-	"iter"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -40,53 +38,21 @@ type Book struct {
 	URL      string `json:"url"`
 }
 
-// Spider crawls a books site. Create it with New.
+// Spider crawls a books site. Create it with New; -a start_urls points
+// it at another copy of the site (spider.Base takes the argument).
 type Spider struct {
-	startURL string
+	spider.Base
 }
 
 // New returns the spider with DefaultStartURL as its start URL.
-func New() *Spider { return &Spider{startURL: DefaultStartURL} }
+func New() *Spider { return &Spider{Base: spider.Base{StartURLs: []string{DefaultStartURL}}} }
 
 // Name implements spider.Spider.
 func (*Spider) Name() string { return "books" }
 
-// SetArgs implements spider.ArgsReceiver. The only argument is
-// start_urls (or start_url), an absolute http(s) URL of the site's front
-// page.
-func (s *Spider) SetArgs(args map[string]string) error {
-	for k, v := range args {
-		switch k {
-		case "start_urls", "start_url":
-			if _, err := spider.ParseURL(v); err != nil {
-				return fmt.Errorf("books: -a %s: %w", k, err)
-			}
-			s.startURL = v
-		default:
-			return fmt.Errorf("books: unknown argument %q (known: start_urls)", k)
-		}
-	}
-	return nil
-}
-
-// StartURL returns the URL the crawl starts from.
-func (s *Spider) StartURL() string { return s.startURL }
-
-// AllowedDomains implements spider.AllowedDomainser: the start URL's host.
-func (s *Spider) AllowedDomains() []string {
-	u, err := url.Parse(s.startURL)
-	if err != nil {
-		return nil
-	}
-	return []string{u.Hostname()}
-}
-
-// Start implements spider.Spider: one request for the start URL.
-func (s *Spider) Start(ctx context.Context) iter.Seq2[*spider.Request, error] {
-	return func(yield func(*spider.Request, error) bool) {
-		yield(spider.NewRequest(s.startURL, s.Parse))
-	}
-}
+// AllowedDomains implements spider.AllowedDomainser: the start URLs'
+// hosts.
+func (s *Spider) AllowedDomains() []string { return s.StartHosts() }
 
 // Parse handles a list page (the catalogue or a category): it follows the
 // sidebar's categories, each book and the next page. The same book is

@@ -1,17 +1,13 @@
 package books_test
 
 import (
-	"context"
 	"fmt"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
+	"github.com/gocrawl/gocrawl/devtools/crawltest"
 	"github.com/gocrawl/gocrawl/devtools/demosite"
-	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/examples/books"
-	"github.com/gocrawl/gocrawl/pipeline"
-	"github.com/gocrawl/gocrawl/settings"
 )
 
 func TestCrawlsDemoBooks(t *testing.T) {
@@ -19,31 +15,20 @@ func TestCrawlsDemoBooks(t *testing.T) {
 	defer srv.Close()
 
 	sp := books.New()
-	if err := sp.SetArgs(map[string]string{"start_url": srv.URL + "/"}); err != nil {
+	if err := sp.SetArgs(map[string]string{"start_urls": srv.URL + "/"}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
 	got := map[string]books.Book{}
-	collect := pipeline.Func(func(_ context.Context, item any) (any, error) {
+	res := crawltest.Run(t, sp, crawltest.Options{})
+	if res.Reason != "finished" {
+		t.Fatalf("reason %q", res.Reason)
+	}
+	for _, item := range res.Items {
 		b := item.(books.Book)
-		mu.Lock()
-		defer mu.Unlock()
 		if _, dup := got[b.UPC]; dup {
 			t.Errorf("book %q emitted twice", b.Title)
 		}
 		got[b.UPC] = b
-		return item, nil
-	})
-	e, err := engine.New(sp, settings.New(), engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Reason != "finished" {
-		t.Fatalf("reason %q", res.Reason)
 	}
 	want := demosite.BookList()
 	if len(got) != len(want) {

@@ -5,7 +5,7 @@
 // pagination. Compare with examples/books, which does the same in Parse.
 //
 //	gocrawl run books_crawl -O books.jsonl
-//	gocrawl run books_crawl -a start_url=http://127.0.0.1:8080/ -O books.jsonl
+//	gocrawl run books_crawl -a start_urls=http://127.0.0.1:8080/ -O books.jsonl
 package crawlspider
 
 import (
@@ -18,7 +18,7 @@ import (
 	"github.com/gocrawl/gocrawl/spider/linkextract"
 )
 
-// DefaultStartURL is where the spider starts unless -a start_url is given.
+// DefaultStartURL is where the spider starts unless -a start_urls is given.
 const DefaultStartURL = "https://books.toscrape.com/"
 
 // Book is the item: one book's detail page.
@@ -62,20 +62,10 @@ func New() *Spider {
 // Name implements spider.Spider.
 func (*Spider) Name() string { return "books_crawl" }
 
-// SetArgs implements spider.ArgsReceiver: start_url, the site's front page.
-func (s *Spider) SetArgs(args map[string]string) error {
-	for k, v := range args {
-		if k != "start_url" {
-			return fmt.Errorf("books_crawl: unknown argument %q (known: start_url)", k)
-		}
-		u, err := spider.ParseURL(v)
-		if err != nil {
-			return fmt.Errorf("books_crawl: -a start_url: %w", err)
-		}
-		s.StartURLs, s.Domains = []string{v}, []string{u.Hostname()}
-	}
-	return nil
-}
+// AllowedDomains implements spider.AllowedDomainser: the start URLs'
+// hosts (-a start_urls, which spider.Base takes, points the spider at
+// another copy of the site).
+func (s *Spider) AllowedDomains() []string { return s.StartHosts() }
 
 // ParseBook handles a book's detail page.
 func (s *Spider) ParseBook(ctx context.Context, res *spider.Response, out spider.Output) error {

@@ -46,7 +46,7 @@ func TestCrawlsDemoBooks(t *testing.T) {
 	srv := httptest.NewServer(demosite.Books())
 	defer srv.Close()
 	sp := crawlspider.New()
-	if err := sp.SetArgs(map[string]string{"start_url": srv.URL + "/"}); err != nil {
+	if err := sp.SetArgs(map[string]string{"start_urls": srv.URL + "/"}); err != nil {
 		t.Fatal(err)
 	}
 	res := crawltest.Run(t, sp, crawltest.Options{})
@@ -66,7 +66,7 @@ func TestPauseAndResume(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "job")
 	run := func(limit int) crawltest.Result {
 		sp := crawlspider.New()
-		if err := sp.SetArgs(map[string]string{"start_url": srv.URL + "/"}); err != nil {
+		if err := sp.SetArgs(map[string]string{"start_urls": srv.URL + "/"}); err != nil {
 			t.Fatal(err)
 		}
 		return crawltest.Run(t, sp, crawltest.Options{JobDir: dir, Settings: map[string]any{

@@ -6,7 +6,7 @@
 // same handlers.
 //
 //	gocrawl run quotes_html -O quotes.jsonl
-//	gocrawl run quotes_html -a start_url=http://127.0.0.1:8080/ -O quotes.jsonl
+//	gocrawl run quotes_html -a start_urls=http://127.0.0.1:8080/ -O quotes.jsonl
 package onhtml
 
 import (
@@ -19,7 +19,7 @@ import (
 	"github.com/gocrawl/gocrawl/spider"
 )
 
-// DefaultStartURL is where the spider starts unless -a start_url is given.
+// DefaultStartURL is where the spider starts unless -a start_urls is given.
 const DefaultStartURL = "https://quotes.toscrape.com/"
 
 // Quote is an item: one quote of a list page.
@@ -73,17 +73,7 @@ func New() *Spider {
 // Name implements spider.Spider.
 func (*Spider) Name() string { return "quotes_html" }
 
-// SetArgs implements spider.ArgsReceiver: start_url, the site's front page.
-func (s *Spider) SetArgs(args map[string]string) error {
-	for k, v := range args {
-		if k != "start_url" {
-			return fmt.Errorf("quotes_html: unknown argument %q (known: start_url)", k)
-		}
-		u, err := spider.ParseURL(v)
-		if err != nil {
-			return fmt.Errorf("quotes_html: -a start_url: %w", err)
-		}
-		s.StartURLs, s.Domains = []string{v}, []string{u.Hostname()}
-	}
-	return nil
-}
+// AllowedDomains implements spider.AllowedDomainser: the start URLs'
+// hosts (-a start_urls, which spider.Base takes, points the spider at
+// another copy of the site).
+func (s *Spider) AllowedDomains() []string { return s.StartHosts() }

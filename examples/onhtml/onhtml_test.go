@@ -14,7 +14,7 @@ func TestCrawlsDemoQuotes(t *testing.T) {
 	srv := httptest.NewServer(demosite.Quotes())
 	defer srv.Close()
 	sp := onhtml.New()
-	if err := sp.SetArgs(map[string]string{"start_url": srv.URL + "/"}); err != nil {
+	if err := sp.SetArgs(map[string]string{"start_urls": srv.URL + "/"}); err != nil {
 		t.Fatal(err)
 	}
 	res := crawltest.Run(t, sp, crawltest.Options{})

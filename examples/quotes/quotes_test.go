@@ -1,17 +1,13 @@
 package quotes_test
 
 import (
-	"context"
 	"net/http/httptest"
 	"slices"
-	"sync"
 	"testing"
 
+	"github.com/gocrawl/gocrawl/devtools/crawltest"
 	"github.com/gocrawl/gocrawl/devtools/demosite"
-	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/examples/quotes"
-	"github.com/gocrawl/gocrawl/pipeline"
-	"github.com/gocrawl/gocrawl/settings"
 )
 
 func TestCrawlsDemoQuotes(t *testing.T) {
@@ -19,15 +15,16 @@ func TestCrawlsDemoQuotes(t *testing.T) {
 	defer srv.Close()
 
 	sp := quotes.New()
-	if err := sp.SetArgs(map[string]string{"start_url": srv.URL + "/"}); err != nil {
+	if err := sp.SetArgs(map[string]string{"start_urls": srv.URL + "/"}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
 	var qs []quotes.Quote
 	var as []quotes.Author
-	collect := pipeline.Func(func(_ context.Context, item any) (any, error) {
-		mu.Lock()
-		defer mu.Unlock()
+	res := crawltest.Run(t, sp, crawltest.Options{})
+	if res.Reason != "finished" {
+		t.Fatalf("reason %q", res.Reason)
+	}
+	for _, item := range res.Items {
 		switch v := item.(type) {
 		case quotes.Quote:
 			qs = append(qs, v)
@@ -36,18 +33,6 @@ func TestCrawlsDemoQuotes(t *testing.T) {
 		default:
 			t.Errorf("unexpected item %T", item)
 		}
-		return item, nil
-	})
-	e, err := engine.New(sp, settings.New(), engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Reason != "finished" {
-		t.Fatalf("reason %q", res.Reason)
 	}
 
 	want := demosite.QuoteList()
@@ -90,9 +75,10 @@ func TestSetArgs(t *testing.T) {
 		wantErr bool
 	}{
 		{map[string]string{}, false},
-		{map[string]string{"start_url": "http://127.0.0.1:1/"}, false},
-		{map[string]string{"start_url": "ftp://x/"}, true},
-		{map[string]string{"start_url": "/relative"}, true},
+		{map[string]string{"start_urls": "http://127.0.0.1:1/"}, false},
+		{map[string]string{"start_urls": "ftp://x/"}, true},
+		{map[string]string{"start_urls": "/relative"}, true},
+		{map[string]string{"start_url": "http://127.0.0.1:1/"}, true},
 		{map[string]string{"start": "http://x/"}, true},
 	} {
 		err := quotes.New().SetArgs(tc.args)
@@ -100,7 +86,11 @@ func TestSetArgs(t *testing.T) {
 			t.Errorf("SetArgs(%v) = %v, want error %v", tc.args, err, tc.wantErr)
 		}
 	}
-	if quotes.New().StartURL() != quotes.DefaultStartURL {
-		t.Error("default start URL not set")
+	sp := quotes.New()
+	if !slices.Equal(sp.StartURLs, []string{quotes.DefaultStartURL}) || !slices.Equal(sp.AllowedDomains(), []string{"quotes.toscrape.com"}) {
+		t.Errorf("default start URLs %q, allowed domains %q", sp.StartURLs, sp.AllowedDomains())
+	}
+	if err := sp.SetArgs(map[string]string{"start_urls": "http://127.0.0.1:8080/"}); err != nil || !slices.Equal(sp.AllowedDomains(), []string{"127.0.0.1"}) {
+		t.Errorf("after -a start_urls: %v, allowed domains %q", err, sp.AllowedDomains())
 	}
 }

@@ -5,8 +5,8 @@
 // book pages have a rule, so the list pages are not even requested; with
 // -a since=DATE only the books changed since then are.
 //
-//	gocrawl run books_sitemap -a start_url=http://127.0.0.1:8080/ -O books.jsonl
-//	gocrawl run books_sitemap -a start_url=http://127.0.0.1:8080/ -a since=2024-04-01 -O changed.jsonl
+//	gocrawl run books_sitemap -a start_urls=http://127.0.0.1:8080/ -O books.jsonl
+//	gocrawl run books_sitemap -a start_urls=http://127.0.0.1:8080/ -a since=2024-04-01 -O changed.jsonl
 package sitemapspider
 
 import (
@@ -32,7 +32,7 @@ type Spider struct {
 	sitemap.Spider
 }
 
-// New returns the spider; -a start_url says which site.
+// New returns the spider; -a start_urls says which site.
 func New() *Spider {
 	s := &Spider{}
 	s.Rules = []sitemap.Rule{
@@ -46,30 +46,34 @@ func New() *Spider {
 // Name implements spider.Spider.
 func (*Spider) Name() string { return "books_sitemap" }
 
-// SetArgs implements spider.ArgsReceiver: start_url (required), the site
-// whose robots.txt names the sitemaps, and since, a date (2024-04-01) to
-// crawl only the books changed since then.
+// SetArgs implements spider.ArgsReceiver: start_urls (required), the
+// sites whose robots.txt names the sitemaps, and since, a date
+// (2024-04-01) to crawl only the books changed since then.
 func (s *Spider) SetArgs(args map[string]string) error {
 	for k, v := range args {
 		switch k {
-		case "start_url":
-			u, err := spider.ParseURL(v)
+		case spider.ArgStartURLs:
+			urls, err := spider.ParseStartURLs(v)
 			if err != nil {
-				return fmt.Errorf("books_sitemap: -a start_url: %w", err)
+				return err
 			}
-			s.SitemapURLs, s.Domains = []string{sitemap.RobotsTxt(v)}, []string{u.Hostname()}
+			s.SitemapURLs = nil
+			for _, u := range urls {
+				s.SitemapURLs = append(s.SitemapURLs, sitemap.RobotsTxt(u))
+			}
+			s.Domains = (&spider.Base{StartURLs: urls}).StartHosts()
 		case "since":
 			t, err := sitemap.ParseLastMod(v)
 			if err != nil {
-				return fmt.Errorf("books_sitemap: -a since: %w", err)
+				return fmt.Errorf("-a since: %w", err)
 			}
 			s.Since = t
 		default:
-			return fmt.Errorf("books_sitemap: unknown argument %q (known: start_url, since)", k)
+			return fmt.Errorf("unknown argument %q (known: start_urls, since)", k)
 		}
 	}
 	if len(s.SitemapURLs) == 0 {
-		return fmt.Errorf("books_sitemap: pass the site: -a start_url=http://127.0.0.1:8080/ (gocrawl demo prints it)")
+		return fmt.Errorf("pass the site: -a start_urls=http://127.0.0.1:8080/ (gocrawl demo prints it)")
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func TestCrawlsDemoBooksFromSitemaps(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sp := sitemapspider.New()
-			args := map[string]string{"start_url": srv.URL + "/"}
+			args := map[string]string{"start_urls": srv.URL + "/"}
 			if tt.since != "" {
 				args["since"] = tt.since
 			}
@@ -74,10 +74,10 @@ func TestCrawlsDemoBooksFromSitemaps(t *testing.T) {
 
 func TestArgs(t *testing.T) {
 	for args, want := range map[string]string{
-		"":                                  "pass the site",
-		"start_url=ftp://x/":                "start_url",
-		"start_url=http://a/,since=May 1st": "since",
-		"start_url=http://a/,other=1":       `unknown argument "other"`,
+		"":                                   "pass the site",
+		"start_urls=ftp://x/":                "start_urls",
+		"start_urls=http://a/,since=May 1st": "since",
+		"start_urls=http://a/,other=1":       `unknown argument "other"`,
 	} {
 		m := map[string]string{}
 		for kv := range strings.SplitSeq(args, ",") {

@@ -1,9 +1,8 @@
 package proxypool_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,10 +13,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/devtools/crawltest"
+	"github.com/gocrawl/gocrawl/devtools/syncbuf"
 	"github.com/gocrawl/gocrawl/devtools/testproxy"
 	"github.com/gocrawl/gocrawl/engine"
-	"github.com/gocrawl/gocrawl/pipeline"
-	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spiders/follow"
 )
 
@@ -55,57 +54,18 @@ func newSite(t *testing.T, n int, handle func(w http.ResponseWriter, r *http.Req
 	return s
 }
 
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func crawl(t *testing.T, s *site, kv map[string]any) (int, map[string]float64, string) {
 	t.Helper()
-	set := settings.New()
 	base := map[string]any{"LOGSTATS_INTERVAL": 0, "RETRY_ENABLED": false, "CONCURRENT_REQUESTS": 4, "LOG_LEVEL": "DEBUG"}
-	for k, v := range kv {
-		base[k] = v
-	}
-	for k, v := range base {
-		if err := set.Set(k, v, settings.SourceCommandLine, "test"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	maps.Copy(base, kv)
 	sp := follow.New()
 	if err := sp.SetArgs(map[string]string{"start_urls": s.srv.URL + "/0"}); err != nil {
 		t.Fatal(err)
 	}
-	var items atomic.Int32
-	count := pipeline.Func(func(ctx context.Context, item any) (any, error) {
-		items.Add(1)
-		return item, nil
-	})
-	logs := &logBuf{}
-	e, err := engine.New(sp, set, engine.Options{Log: zerolog.New(logs).Level(zerolog.DebugLevel),
-		Pipelines: []pipeline.Named{{Name: "count", ItemPipeline: count}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := e.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return int(items.Load()), res.Stats, logs.String()
+	logs := &syncbuf.Buffer{}
+	res := crawltest.Run(t, sp, crawltest.Options{Settings: base, Engine: engine.Options{Log: zerolog.New(logs).Level(zerolog.DebugLevel)},
+		Timeout: 2 * time.Minute, CallbackErrors: true})
+	return len(res.Items), res.Stats, logs.String()
 }
 
 func start(t *testing.T, p *testproxy.Proxy) *testproxy.Proxy {

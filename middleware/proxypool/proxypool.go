@@ -14,6 +14,8 @@
 package proxypool
 
 import (
+	"github.com/gocrawl/gocrawl/internal/redact"
+
 	"bufio"
 	"errors"
 	"fmt"
@@ -45,21 +47,9 @@ func (p *Proxy) Scope() string { return ScopePrefix + p.Label }
 // proxy, "proxy:HOST:PORT|host".
 func (p *Proxy) HostScope(host string) string { return ScopePrefix + p.Label + "|" + host }
 
-// Redact returns the proxy URL s with its credentials hidden, for messages
-// about proxies that could not be parsed.
-func Redact(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	prefix, rest := "", s
-	if i := strings.Index(s, "://"); i >= 0 {
-		prefix, rest = s[:i+3], s[i+3:]
-	}
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		rest = "xxxxx" + rest[i:]
-	}
-	return prefix + rest
-}
+// Redact returns the proxy URL s with its credentials hidden, parsable or
+// not, for messages about proxies that could not be parsed.
+func Redact(s string) string { return redact.String(s) }
 
 // ParseProxy parses one proxy URL: http, https or socks5, with a host and
 // an explicit port; "host:port" alone means http://host:port.

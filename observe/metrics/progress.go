@@ -13,9 +13,6 @@ import (
 	"github.com/gocrawl/gocrawl/observe/stats"
 )
 
-// ItemsKey is the stats key the progress line reads items from.
-const ItemsKey = "item_scraped_count"
-
 // Rates are the progress of a crawl over one interval, per minute.
 type Rates struct {
 	Pages, Items, OK, HTTP429 int64   // totals so far
@@ -40,7 +37,7 @@ func (p *progress) read(now time.Time) Rates {
 		InFlight: p.rec.inflight.Load(),
 	}
 	if p.stats != nil {
-		r.Items = p.stats.Int(ItemsKey)
+		r.Items = p.stats.Int(stats.ItemScrapedCount)
 	}
 	if !p.at.IsZero() {
 		if mins := now.Sub(p.at).Minutes(); mins > 0 {

@@ -1,19 +1,18 @@
 package metrics
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/clock"
+	"github.com/gocrawl/gocrawl/devtools/syncbuf"
 	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -53,7 +52,7 @@ func TestLogProgress(t *testing.T) {
 	// First interval (30 s): 40 ok, 10 429, 25 items.
 	respond(t, rec, clk.Now(), 40, 200)
 	respond(t, rec, clk.Now(), 10, 429)
-	st.Inc(ItemsKey, 25)
+	st.Inc(stats.ItemScrapedCount, 25)
 	clk.Advance(30 * time.Second)
 	var ev map[string]any
 	if err := json.Unmarshal([]byte(<-out), &ev); err != nil {
@@ -85,28 +84,10 @@ func TestLogProgress(t *testing.T) {
 	LogProgress(t.Context(), clk, 0, rec, st, zerolog.New(out))
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestLiveDisplay(t *testing.T) {
 	clk := clock.NewFake(t0)
 	rec := NewRecorder(RecorderOptions{Clock: clk})
-	var term syncBuffer
+	var term syncbuf.Buffer
 	live := NewLive(&term)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})

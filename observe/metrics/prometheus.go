@@ -171,7 +171,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		gauge(e.queueSize, max(0, e.stats.Get("scheduler/enqueued")-e.stats.Get("scheduler/dequeued")))
 	}
 	if e.stats != nil {
-		counter(e.items, e.stats.Get(ItemsKey))
+		counter(e.items, e.stats.Get(stats.ItemScrapedCount))
 	}
 }
 

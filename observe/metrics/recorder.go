@@ -13,11 +13,6 @@ import (
 	"github.com/gocrawl/gocrawl/throttling"
 )
 
-// MetaRetryTimes is the request meta key the retry middleware sets to the
-// number of earlier attempts; a request with retry_times > 0 counts as a
-// retry, not as a first attempt.
-const MetaRetryTimes = "retry_times"
-
 // Recorder is an engine observer (engine.Options.Observers) that measures a
 // crawl per throttling scope and globally: requests, the outcome taxonomy
 // (ok, 429, other 4xx/5xx, timeouts, network errors), retries, in-flight and
@@ -121,7 +116,7 @@ func (r *Recorder) forEachScope(req *spider.Request, scopes throttling.Scopes, f
 }
 
 func isRetry(req *spider.Request) bool {
-	switch v := req.Get(MetaRetryTimes).(type) {
+	switch v := req.Get(spider.MetaRetryTimes).(type) {
 	case int:
 		return v > 0
 	case int64:

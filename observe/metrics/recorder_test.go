@@ -61,7 +61,7 @@ func TestRecorderTaxonomy(t *testing.T) {
 	for i, s := range steps {
 		r := req(t, fmt.Sprintf("http://%s/%d", s.scopes[0].Name, i))
 		if s.retry > 0 {
-			r.Set(MetaRetryTimes, s.retry)
+			r.Set(spider.MetaRetryTimes, s.retry)
 		}
 		clk.Advance(10 * time.Millisecond)
 		rec.RequestStarted(clk.Now(), r, s.scopes)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/internal/version"
 	"github.com/gocrawl/gocrawl/observe/metrics"
+	"github.com/gocrawl/gocrawl/observe/stats"
 )
 
 // Options shape a report.
@@ -177,7 +178,7 @@ func cards(d *Data, st map[string]float64) []card {
 		add("peak in flight", strconv.FormatInt(g.PeakInFlight, 10), fmt.Sprintf("%d starts in the first 500 ms", g.StartsFirst500ms))
 	}
 	add("errors", strconv.FormatInt(n("downloader/exception_count")+n("spider_exceptions/count"), 10), "downloads and callbacks")
-	add("items", strconv.FormatInt(n("item_scraped_count"), 10), "")
+	add("items", strconv.FormatInt(n(stats.ItemScrapedCount), 10), "")
 	var drops int64
 	for _, dr := range Dropped(st) {
 		drops += dr.Count

@@ -17,6 +17,16 @@ import (
 	"sync/atomic"
 )
 
+// Names of the counters that several packages share: the engine counts
+// them; the progress line, the Prometheus exporter, the report and the
+// end-of-run summary read them.
+const (
+	// ItemScrapedCount counts the items that passed every pipeline.
+	ItemScrapedCount = "item_scraped_count"
+	// ItemDroppedCount counts the items a pipeline dropped.
+	ItemDroppedCount = "item_dropped_count"
+)
+
 // Collector is a concurrency-safe map of named numbers.
 type Collector struct {
 	mu sync.RWMutex

@@ -77,8 +77,8 @@ type Metadata struct {
 // default of the setting JOBDIR_SYNC_DELAY; Options.SyncDelay's zero value
 // syncs at once). The writes of 10 ms share one fsync: a JOBDIR crawl of
 // 20,000 pages ran at 0.90 to 0.99 times the speed of the same crawl in
-// memory with it, about 0.8 times without (docs/performance.md, "JOBDIR,
-// fourth pass"). A power failure can lose up to 10 ms more of the newest
+// memory with it, about 0.8 times without (docs/performance.md, "What
+// each setting costs"). A power failure can lose up to 10 ms more of the newest
 // writes, fetched again on resume; what a process crash can repeat keeps
 // its bound (Job.LimitUnsynced), though a kill typically repeats a few
 // more requests than with 0 (docs/jobs.md).

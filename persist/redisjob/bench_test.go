@@ -84,7 +84,7 @@ func BenchmarkCrawl(b *testing.B) {
 	}
 }
 
-// BenchmarkEndToEnd is TestEndToEnd at the full size: 1,000
+// BenchmarkEndToEnd is TestEndToEnd at full size: 1,000
 // pages per host (about 200 s per crawl, politeness-bound), then the same
 // with the strict host.
 //

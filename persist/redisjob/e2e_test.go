@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -45,13 +44,7 @@ type proc struct {
 // start runs gocrawl with args in dir.
 func start(t testing.TB, name, dir string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(binary, args...), done: make(chan struct{})}
-	p.cmd.Dir = dir
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GOCRAWL_") {
-			p.cmd.Env = append(p.cmd.Env, kv)
-		}
-	}
+	p := &proc{name: name, cmd: gocrawlbin.Command(context.Background(), binary, dir, nil, args...), done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -91,7 +84,7 @@ func (p *proc) wait(t testing.TB, d time.Duration) int {
 	}
 }
 
-// e2e is the end-to-end scenario, server-side: a simulated site
+// e2e is the end-to-end scenario, server-side: a simulated site
 // of two hosts, each limited to a 0.2 s delay and 2 requests in flight,
 // crawled by three workers one of which is killed mid-crawl, and by one
 // process alone for the wall-time comparison.
@@ -351,7 +344,7 @@ func heldBy(t testing.TB, c redis.UniversalClient, job, worker string) int {
 	return n
 }
 
-// TestEndToEnd is the scenario at a reduced size (100 pages per
+// TestEndToEnd is the end-to-end scenario at a reduced size (100 pages per
 // host instead of 1,000: about 20 s per crawl, politeness-bound); the full
 // size is BenchmarkEndToEnd.
 func TestEndToEnd(t *testing.T) {

@@ -178,7 +178,7 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	}
 }
 
-// The budget: at most 2 Redis round trips per crawled request on
+// The budget: at most 2 Redis round trips per crawled request on
 // the steady path (a pop, and a share of an apply flush that stores the
 // request's children and acknowledges it), counted with a hook on the
 // client over a crawl of a site without limits.

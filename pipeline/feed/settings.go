@@ -2,6 +2,7 @@ package feed
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -17,7 +18,7 @@ func FromSettings(s *settings.Settings) ([]*Exporter, error) {
 	feeds := s.Map("FEEDS")
 	var out []*Exporter
 	var errs []string
-	for _, path := range sortedKeys(feeds) {
+	for _, path := range slices.Sorted(maps.Keys(feeds)) {
 		opts, err := OptionsFromSettings(s, feeds[path])
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("FEEDS[%s]: %v", path, err))
@@ -48,7 +49,7 @@ func OptionsFromSettings(s *settings.Settings, entry any) (Options, error) {
 	if !ok {
 		return opts, fmt.Errorf("expected a mapping like {format: jsonl, overwrite: true}, got %T", entry)
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		switch k {
 		case "format":
@@ -93,13 +94,4 @@ func Pipelines(exs ...*Exporter) []pipeline.Named {
 		out[i] = pipeline.Named{Name: ex.Name(), ItemPipeline: ex}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

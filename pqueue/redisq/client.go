@@ -1,6 +1,8 @@
 package redisq
 
 import (
+	"github.com/gocrawl/gocrawl/internal/redact"
+
 	"context"
 	"errors"
 	"fmt"
@@ -39,7 +41,7 @@ func Dial(ctx context.Context, rawURL string, o DialOptions) (redis.UniversalCli
 	}
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("REDIS_URL %q: %v (want redis://[user:password@]host:port[/db])", redact(rawURL), err)
+		return nil, fmt.Errorf("REDIS_URL %q: %v (want redis://[user:password@]host:port[/db])", redact.String(rawURL), err)
 	}
 	extra, err := extraAddrs(rawURL)
 	if err != nil {
@@ -63,7 +65,7 @@ func Dial(ctx context.Context, rawURL string, o DialOptions) (redis.UniversalCli
 	}
 	single.Close()
 	if opts.DB != 0 {
-		return nil, fmt.Errorf("REDIS_URL %q: a Redis Cluster has only database 0, not %d", redact(rawURL), opts.DB)
+		return nil, fmt.Errorf("REDIS_URL %q: a Redis Cluster has only database 0, not %d", redact.String(rawURL), opts.DB)
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: append([]string{opts.Addr}, extra...), Username: opts.Username, Password: opts.Password,
@@ -91,16 +93,7 @@ func Addr(rawURL string) string {
 	if o, err := redis.ParseURL(rawURL); err == nil {
 		return o.Addr
 	}
-	return redact(rawURL)
-}
-
-// redact hides the password of a URL.
-func redact(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
+	return redact.String(rawURL)
 }
 
 // IsCluster reports whether c is a cluster client.

@@ -11,7 +11,7 @@ import (
 	"github.com/gocrawl/gocrawl/throttling"
 )
 
-// The rate controller of issue 12 (THROTTLING_RATE_CONTROL, on by default)
+// The rate controller (THROTTLING_RATE_CONTROL, on by default)
 // in a distributed job: its state is part of the scope's shared policy
 // record, so every worker paces from the same estimate, and slow start
 // counts the answers of every worker.

@@ -292,26 +292,14 @@ func (s *Store) Reserve(ctx context.Context, queue string) (pqueue.Entry, error)
 }
 
 // Ack implements pqueue.Store.
-func (s *Store) Ack(ctx context.Context, id pqueue.ID) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.usable(); err != nil {
-		return err
-	}
-	d, ok := s.reserved[id]
-	if !ok {
-		return s.mem.Ack(ctx, id)
-	}
-	if err := s.disk.Ack(ctx, d); err != nil {
-		return s.fail(fmt.Errorf("ack %d: %w", id, err))
-	}
-	delete(s.reserved, id)
-	s.drained()
-	return nil
-}
+func (s *Store) Ack(ctx context.Context, id pqueue.ID) error { return s.settle(ctx, id, true) }
 
 // Nack implements pqueue.Store.
-func (s *Store) Nack(ctx context.Context, id pqueue.ID) error {
+func (s *Store) Nack(ctx context.Context, id pqueue.ID) error { return s.settle(ctx, id, false) }
+
+// settle acknowledges (ack) or gives back a reserved entry where it lives:
+// in memory, or on disk for an entry reserved from the spilled part.
+func (s *Store) settle(ctx context.Context, id pqueue.ID, ack bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
@@ -319,12 +307,22 @@ func (s *Store) Nack(ctx context.Context, id pqueue.ID) error {
 	}
 	d, ok := s.reserved[id]
 	if !ok {
+		if ack {
+			return s.mem.Ack(ctx, id)
+		}
 		return s.mem.Nack(ctx, id)
 	}
-	if err := s.disk.Nack(ctx, d); err != nil {
+	if ack {
+		if err := s.disk.Ack(ctx, d); err != nil {
+			return s.fail(fmt.Errorf("ack %d: %w", id, err))
+		}
+	} else if err := s.disk.Nack(ctx, d); err != nil {
 		return s.fail(fmt.Errorf("nack %d: %w", id, err))
 	}
 	delete(s.reserved, id)
+	if ack {
+		s.drained()
+	}
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package sitemap_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,12 +8,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/gocrawl/gocrawl/devtools/syncbuf"
 	"github.com/gocrawl/gocrawl/downloader"
 	"github.com/gocrawl/gocrawl/errkind"
 	"github.com/gocrawl/gocrawl/observe/stats"
@@ -49,30 +48,13 @@ func newShop() *shop {
 // crawl is a context with a crawler whose log and stats the test reads.
 type crawl struct {
 	ctx   context.Context
-	log   *syncBuffer
+	log   *syncbuf.Buffer
 	stats *stats.Collector
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newCrawl(t *testing.T, set map[string]any) *crawl {
 	t.Helper()
-	c := &crawl{log: &syncBuffer{}, stats: stats.New()}
+	c := &crawl{log: &syncbuf.Buffer{}, stats: stats.New()}
 	st := settings.New()
 	for k, v := range set {
 		if err := st.Set(k, v, settings.SourceCommandLine, "test"); err != nil {

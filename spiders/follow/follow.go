@@ -7,7 +7,8 @@
 //
 // Arguments (-a NAME=VALUE):
 //
-//   - start_urls: comma-separated absolute http(s) URLs (required);
+//   - start_urls: absolute http(s) URLs separated by commas or spaces
+//     (required);
 //   - allowed_domains: comma-separated domains the crawl may visit,
 //     subdomains included (default: the hosts of the start URLs);
 //   - follow: CSS selector of the elements to take links from, their
@@ -99,8 +100,13 @@ func (s *Spider) SetArgs(args map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(args)) {
 		v := args[k]
 		switch k {
-		case "start_urls":
-			s.StartURLs = splitList(v)
+		case spider.ArgStartURLs:
+			urls, err := spider.ParseStartURLs(v)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			s.StartURLs = urls
 		case "allowed_domains":
 			s.Domains = splitList(v)
 		case "follow":
@@ -138,13 +144,8 @@ func (s *Spider) SetArgs(args map[string]string) error {
 			errs = append(errs, fmt.Errorf("unknown argument %q; follow takes %s", k, strings.Join(argNames, ", ")))
 		}
 	}
-	if len(s.StartURLs) == 0 {
+	if _, ok := args[spider.ArgStartURLs]; !ok && len(s.StartURLs) == 0 {
 		errs = append(errs, errors.New("no start URLs: pass -a start_urls=URL[,URL...]"))
-	}
-	for _, u := range s.StartURLs {
-		if _, err := spider.ParseURL(u); err != nil {
-			errs = append(errs, fmt.Errorf("start_urls: %v; give absolute http(s) URLs", err))
-		}
 	}
 	for i, d := range s.Domains {
 		d = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(d), "."))
@@ -262,16 +263,7 @@ func (s *Spider) AllowedDomains() []string {
 	if len(s.Domains) > 0 {
 		return s.Domains
 	}
-	var out []string
-	for _, raw := range s.StartURLs {
-		if u, err := spider.ParseURL(raw); err == nil {
-			h := strings.ToLower(u.Hostname())
-			if !slices.Contains(out, h) {
-				out = append(out, h)
-			}
-		}
-	}
-	return out
+	return s.StartHosts()
 }
 
 // Open builds the rule before the crawl when SetArgs was not called (a

@@ -1,4 +1,4 @@
-// Command bench runs the benchmark scenarios of issue 7 with gocrawl,
+// Command bench runs the benchmark scenarios with gocrawl,
 // Colly and a bare fetch loop, each crawler in its own process
 // (bench/cmd/runner) against a site served by another process
 // (bench/cmd/site), then prints one table with the ratios (gocrawl/bare,
