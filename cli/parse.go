@@ -254,7 +254,7 @@ func (o *parseOutput) Request(req *spider.Request) {
 	}
 	follow := o.depth < o.run.maxDepth
 	o.mu.Lock()
-	o.rec.Requests = append(o.rec.Requests, parsedRequest{Method: req.GetMethod(), URL: req.URL.String(),
+	o.rec.Requests = append(o.rec.Requests, parsedRequest{Method: req.EffectiveMethod(), URL: req.URL.String(),
 		Callback: callbackName(o.run.sp, req), Followed: follow})
 	o.mu.Unlock()
 	if follow {
@@ -264,7 +264,7 @@ func (o *parseOutput) Request(req *spider.Request) {
 }
 
 func (o *parseOutput) Follow(res *spider.Response, ref string, cb spider.Callback) {
-	req, err := res.Follow(ref, cb)
+	req, err := res.NewRequest(ref, cb)
 	if err != nil {
 		o.next.Follow(res, ref, cb) // let the engine log and count the bad link
 		return

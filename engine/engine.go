@@ -403,7 +403,7 @@ func (e *Engine) open(ctx context.Context) error {
 		return fmt.Errorf("opening scheduler: %w", err)
 	}
 	for _, p := range e.pipes {
-		if o, ok := p.ItemPipeline.(pipeline.Opener); ok {
+		if o, ok := p.Stage.(pipeline.Opener); ok {
 			if err := o.Open(ctx, e.crawler); err != nil {
 				return fmt.Errorf("opening item pipeline %s: %w", p.Name, err)
 			}
@@ -415,7 +415,7 @@ func (e *Engine) open(ctx context.Context) error {
 func (e *Engine) close(ctx context.Context, reason string) error {
 	var errs []error
 	for _, p := range e.pipes {
-		if c, ok := p.ItemPipeline.(pipeline.Closer); ok {
+		if c, ok := p.Stage.(pipeline.Closer); ok {
 			if err := c.Close(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("closing item pipeline %s: %w", p.Name, err))
 			}

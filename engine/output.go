@@ -32,7 +32,7 @@ func (o *output) Request(req *spider.Request) {
 }
 
 func (o *output) Follow(res *spider.Response, ref string, cb spider.Callback) {
-	req, err := res.Follow(ref, cb)
+	req, err := res.NewRequest(ref, cb)
 	if err != nil {
 		o.e.stats.Inc("engine/invalid_links", 1)
 		o.e.log.Debug().Err(err).Msg("skipping invalid link")

@@ -118,7 +118,7 @@ func TestSpiderChainOrderSeesOutput(t *testing.T) {
 	if fmt.Sprint(names) != "[testA testB]" {
 		t.Errorf("names = %v", names)
 	}
-	var out spider.Collector
+	var out spider.Recorder
 	req := spider.MustRequest("http://127.0.0.1/", nil)
 	err = h.Handle(context.Background(), &spider.Response{URL: req.URL, Status: 200, Request: req}, &out)
 	if err != cbErr {
@@ -249,7 +249,7 @@ func TestOutputHooksFollowAndDrop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := spider.MustRequest("http://127.0.0.1/dir/", nil)
 			res := &spider.Response{URL: req.URL, Status: 200, Request: req, Header: http.Header{}}
-			var out spider.Collector
+			var out spider.Recorder
 			h := tc.wrap(&out)
 			h.Follow(res, "a.html", nil)
 			h.FollowAll(res, []string{"b.pdf", "c.html", "mailto:x@y"}, nil)

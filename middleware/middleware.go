@@ -19,7 +19,7 @@
 // closer to the downloader (or the callback). A null order disables a
 // middleware. Invalid names and orders fail at start-up naming the entry;
 // a middleware that panics or fails is reported with its name and the
-// request (PanicError, MiddlewareError) and the crawl goes on.
+// request (PanicError, Error) and the crawl goes on.
 //
 // Built-in downloader middlewares: Offsite (50), HttpAuth (300),
 // DefaultHeaders (400), UserAgent (500), Retry (550), MetaRefresh (580),

@@ -68,7 +68,7 @@ func (o *OutputHooks) FollowAll(res *spider.Response, refs any, cb spider.Callba
 // followLink sends the request for ref through o.Request; an invalid link goes
 // to next instead, which fails again and reports it.
 func followLink(o, next spider.Output, res *spider.Response, ref string, cb spider.Callback) {
-	req, err := res.Follow(ref, cb)
+	req, err := res.NewRequest(ref, cb)
 	if err != nil {
 		next.Follow(res, ref, cb)
 		return

@@ -15,7 +15,7 @@ import (
 
 // handleWith runs the spider chain made of the named spider middlewares
 // around a callback that emits the given links, and returns what came out.
-func handleWith(t *testing.T, sp spider.Spider, set map[string]any, names map[string]any, res *spider.Response, links []string, reqs ...*spider.Request) (*spider.Collector, error, *spider.Crawler) {
+func handleWith(t *testing.T, sp spider.Spider, set map[string]any, names map[string]any, res *spider.Response, links []string, reqs ...*spider.Request) (*spider.Recorder, error, *spider.Crawler) {
 	t.Helper()
 	if set == nil {
 		set = map[string]any{}
@@ -33,7 +33,7 @@ func handleWith(t *testing.T, sp spider.Spider, set map[string]any, names map[st
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out spider.Collector
+	var out spider.Recorder
 	err = h.Handle(context.Background(), res, &out)
 	return &out, err, c
 }

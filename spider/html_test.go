@@ -45,7 +45,7 @@ func TestHTMLHandlers(t *testing.T) {
 	body := `<h1>x</h1><div class="quote"><span>A</span></div><a class="more" href="/more">more</a>
 <div class="quote"><span>B</span></div><ul><li class="next"><a href="/page/2/">next</a></li></ul><h1>y</h1>`
 	req := spider.MustRequest("https://q.example/", nil)
-	var out spider.Collector
+	var out spider.Recorder
 	err := s.Parse(context.Background(), htmlResponse(req, body), &out)
 	if err == nil || strings.Count(err.Error(), `OnHTML("h1"): no title`) != 2 {
 		t.Errorf("err = %v; want both h1 failures, named", err)
@@ -79,7 +79,7 @@ func TestHTMLHandlersShareTheParse(t *testing.T) {
 		})
 	}
 	res := htmlResponse(spider.MustRequest("https://q.example/", nil), `<a href="/">a</a><p>p</p>`)
-	if err := h.RunHTML(context.Background(), res, &spider.Collector{}); err != nil {
+	if err := h.RunHTML(context.Background(), res, &spider.Recorder{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(docs) != 4 {
@@ -119,7 +119,7 @@ func TestExtractLinksAndFollowAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out spider.Collector
+	var out spider.Recorder
 	out.FollowAll(res, links, nil)
 	var got []string
 	for _, r := range out.Requests {

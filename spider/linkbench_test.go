@@ -177,7 +177,7 @@ func TestBenchRulesFindEveryLink(t *testing.T) {
 		resp.Body.Close()
 		req := spider.MustRequest(u, nil)
 		res := &spider.Response{URL: req.URL, Status: resp.StatusCode, Header: resp.Header, Body: body, Request: req}
-		var all, rules spider.Collector
+		var all, rules spider.Recorder
 		all.FollowAll(res, res.Find("a[href]"), nil)
 		if err := threeRules().FollowRules(context.Background(), res, &rules); err != nil {
 			t.Fatal(err)

@@ -348,7 +348,7 @@ func (r *Response) join(ref string) (*url.URL, error) {
 // Follow returns a request for ref resolved against the response URL, one
 // level deeper than the response's request. Links with other schemes
 // (mailto:, javascript:) give an error wrapping ErrInvalidURL.
-func (r *Response) Follow(ref string, cb Callback) (*Request, error) {
+func (r *Response) NewRequest(ref string, cb Callback) (*Request, error) {
 	u, err := r.join(ref)
 	if err != nil {
 		return nil, err
@@ -407,7 +407,7 @@ func (r *Response) FollowAll(refs any, cb Callback) ([]*Request, []error) {
 	reqs := make([]*Request, 0, len(links))
 	var errs []error
 	for _, l := range links {
-		req, err := r.Follow(l, cb)
+		req, err := r.NewRequest(l, cb)
 		if err != nil {
 			errs = append(errs, err)
 			continue

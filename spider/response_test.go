@@ -92,7 +92,7 @@ func TestResponseDocNotHTML(t *testing.T) {
 				t.Errorf("Find on non-HTML found %d nodes", n)
 			}
 			// Follow still works against the response URL.
-			if req, err := r.Follow("y", nil); err != nil || req.URL.String() != "http://example.com/y" {
+			if req, err := r.NewRequest("y", nil); err != nil || req.URL.String() != "http://example.com/y" {
 				t.Errorf("Follow on non-HTML = %v, %v", req, err)
 			}
 		})
@@ -156,7 +156,7 @@ func TestURLJoinAndFollow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newResponse(t, tc.pageURL, "text/html", []byte(strings.Replace(page, "%s", tc.head, 1)))
-			req, err := r.Follow(tc.ref, nil)
+			req, err := r.NewRequest(tc.ref, nil)
 			if tc.wantErr {
 				if !errors.Is(err, ErrInvalidURL) {
 					t.Fatalf("Follow(%q) error = %v, want ErrInvalidURL", tc.ref, err)
@@ -219,7 +219,7 @@ func TestFollowAll(t *testing.T) {
 
 func TestCollectorRecordsFollowErrors(t *testing.T) {
 	r := newResponse(t, "http://example.com/", "text/html", []byte("<p>"))
-	var c Collector
+	var c Recorder
 	c.Follow(r, "ok", nil)
 	c.Follow(r, "mailto:x@y", nil)
 	c.FollowAll(r, []string{"a", "javascript:x"}, nil)

@@ -208,7 +208,7 @@ func (t *Throttler) scope(name string, now time.Time) *scopeEntry {
 // Scopes returns the scopes of req: the manager's, plus those of the
 // request's throttling_scopes meta.
 func (t *Throttler) Scopes(ctx context.Context, req *spider.Request) (Scopes, error) {
-	sc, err := t.manager.GetScopes(ctx, req)
+	sc, err := t.manager.Scopes(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -359,9 +359,9 @@ func (t *Throttler) done(ctx context.Context, req *spider.Request, scopes Scopes
 	var ferr error
 	if !dontTrack(req) {
 		if err != nil {
-			fb, ferr = t.manager.GetExceptionBackoff(ctx, req, err, scopes)
+			fb, ferr = t.manager.ExceptionBackoff(ctx, req, err, scopes)
 		} else if res != nil {
-			fb, ferr = t.manager.GetResponseBackoff(ctx, res, scopes)
+			fb, ferr = t.manager.ResponseBackoff(ctx, res, scopes)
 		}
 	}
 	if ferr != nil {

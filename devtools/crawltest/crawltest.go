@@ -56,7 +56,7 @@ func Run(t testing.TB, sp spider.Spider, opts Options) Result {
 		mu.Unlock()
 		return item, nil
 	})
-	eo := engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}}
+	eo := engine.Options{Pipelines: []pipeline.Named{{Name: "collect", Stage: collect}}}
 	if opts.Log != nil {
 		eo.Log = zerolog.New(zerolog.SyncWriter(opts.Log)) // callbacks log from many goroutines
 	}

@@ -95,7 +95,7 @@ func crawl(t *testing.T, site *jsSite, render bool, kv ...any) ([]string, map[st
 		mu.Unlock()
 		return item, nil
 	})
-	e, err := engine.New(sp, s, engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}})
+	e, err := engine.New(sp, s, engine.Options{Pipelines: []pipeline.Named{{Name: "collect", Stage: collect}}})
 	if err != nil {
 		t.Fatal(err)
 	}

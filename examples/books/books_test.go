@@ -34,7 +34,7 @@ func TestCrawlsDemoBooks(t *testing.T) {
 		got[b.UPC] = b
 		return item, nil
 	})
-	e, err := engine.New(sp, settings.New(), engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}})
+	e, err := engine.New(sp, settings.New(), engine.Options{Pipelines: []pipeline.Named{{Name: "collect", Stage: collect}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestCrawlsDemoQuotes(t *testing.T) {
 		}
 		return item, nil
 	})
-	e, err := engine.New(sp, settings.New(), engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}})
+	e, err := engine.New(sp, settings.New(), engine.Options{Pipelines: []pipeline.Named{{Name: "collect", Stage: collect}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func crawl(t *testing.T, s *site, kv map[string]any) (int, map[string]float64, s
 	})
 	logs := &logBuf{}
 	e, err := engine.New(sp, set, engine.Options{Log: zerolog.New(logs).Level(zerolog.DebugLevel),
-		Pipelines: []pipeline.Named{{Name: "count", ItemPipeline: count}}})
+		Pipelines: []pipeline.Named{{Name: "count", Stage: count}}})
 	if err != nil {
 		t.Fatal(err)
 	}
