@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/spf13/cobra"
 
 	"github.com/gocrawl/gocrawl/spider"
@@ -272,13 +273,8 @@ func (o *parseOutput) Follow(res *spider.Response, ref string, cb spider.Callbac
 	o.Request(req)
 }
 
-func (o *parseOutput) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
-	links, err := spider.Links(refs)
-	if err != nil {
-		o.next.FollowAll(res, refs, cb) // the engine logs and counts it
-		return
-	}
-	for _, ref := range links {
+func (o *parseOutput) FollowAll(res *spider.Response, sel *goquery.Selection, cb spider.Callback) {
+	for _, ref := range spider.Hrefs(sel) {
 		o.Follow(res, ref, cb)
 	}
 }

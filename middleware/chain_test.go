@@ -252,7 +252,9 @@ func TestOutputHooksFollowAndDrop(t *testing.T) {
 			var out spider.Recorder
 			h := tc.wrap(&out)
 			h.Follow(res, "a.html", nil)
-			h.FollowAll(res, []string{"b.pdf", "c.html", "mailto:x@y"}, nil)
+			for _, ref := range []string{"b.pdf", "c.html", "mailto:x@y"} {
+				h.Follow(res, ref, nil)
+			}
 			h.Request(nil)
 			h.Request(spider.MustRequest("http://127.0.0.1/d.pdf", nil))
 			h.Item("an item")

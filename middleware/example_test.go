@@ -150,7 +150,8 @@ func ExampleOutputHooks() {
 		})
 	})
 	callback := middleware.HandlerFunc(func(ctx context.Context, res *spider.Response, out spider.Output) error {
-		out.FollowAll(res, []string{"/report.pdf", "/page.html"}, nil)
+		out.Follow(res, "/report.pdf", nil)
+		out.Follow(res, "/page.html", nil)
 		return nil
 	})
 	req := spider.MustRequest("http://127.0.0.1/", nil)

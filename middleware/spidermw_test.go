@@ -23,7 +23,9 @@ func handleWith(t *testing.T, sp spider.Spider, set map[string]any, names map[st
 	set["SPIDER_MIDDLEWARES_BASE"] = names
 	c, _ := newCrawler(t, sp, set)
 	h, _, err := BuildSpider(c, HandlerFunc(func(ctx context.Context, res *spider.Response, out spider.Output) error {
-		out.FollowAll(res, links, nil)
+		for _, l := range links {
+			out.Follow(res, l, nil)
+		}
 		for _, r := range reqs {
 			out.Request(r)
 		}

@@ -120,7 +120,9 @@ func TestExtractLinksAndFollowAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out spider.Recorder
-	out.FollowAll(res, links, nil)
+	for _, l := range links {
+		out.Follow(res, l.URL, nil)
+	}
 	var got []string
 	for _, r := range out.Requests {
 		got = append(got, r.URL.String())

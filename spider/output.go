@@ -2,9 +2,12 @@ package spider
 
 import (
 	"sync"
+
+	"github.com/PuerkitoBio/goquery"
 )
 
-// Recorder is an Output that keeps everything in memory. Use it to test
+// Recorder is an Output that keeps everything in memory, as
+// httptest.ResponseRecorder keeps what a handler writes. Use it to test
 // callbacks without running a crawl:
 //
 //	var out spider.Recorder
@@ -47,13 +50,10 @@ func (c *Recorder) Follow(res *Response, ref string, cb Callback) {
 	c.Request(req)
 }
 
-// FollowAll records requests for every link in refs.
-func (c *Recorder) FollowAll(res *Response, refs any, cb Callback) {
-	reqs, errs := res.FollowAll(refs, cb)
-	for _, r := range reqs {
-		c.Request(r)
+// FollowAll records a request, or an error, for the link of every element
+// of sel (see Hrefs).
+func (c *Recorder) FollowAll(res *Response, sel *goquery.Selection, cb Callback) {
+	for _, ref := range Hrefs(sel) {
+		c.Follow(res, ref, cb)
 	}
-	c.mu.Lock()
-	c.Errors = append(c.Errors, errs...)
-	c.mu.Unlock()
 }

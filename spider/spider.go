@@ -32,6 +32,8 @@ package spider
 import (
 	"context"
 	"iter"
+
+	"github.com/PuerkitoBio/goquery"
 )
 
 // Spider is a crawl: a name, start requests and the default callback.
@@ -69,14 +71,14 @@ type Output interface {
 	Item(item any)
 	// Request schedules a new request. A nil request is ignored.
 	Request(req *Request)
-	// Follow schedules a request for ref resolved against res's URL; an
-	// invalid link is logged and counted, never fatal.
+	// Follow schedules a request for ref (an href, relative or absolute)
+	// resolved against res's URL; an invalid link is logged and counted,
+	// never fatal. It is Request(res.NewRequest(ref, cb)) with the error
+	// reported.
 	Follow(res *Response, ref string, cb Callback)
-	// FollowAll schedules a request for every link in refs, which may be
-	// href/src strings, a *goquery.Selection whose elements' href (or src)
-	// attributes are used, or the []linkextract.Link of
-	// Response.ExtractLinks.
-	FollowAll(res *Response, refs any, cb Callback)
+	// FollowAll follows, as Follow does, the link of every element of sel:
+	// its href attribute or, without one, its src (see Hrefs).
+	FollowAll(res *Response, sel *goquery.Selection, cb Callback)
 }
 
 // SettingsProvider is implemented by spiders that set their own settings.
