@@ -118,13 +118,6 @@ type Result struct {
 	Elapsed time.Duration
 	// Stats is the final snapshot of the stats.
 	Stats map[string]float64
-	// Err is the error that stopped the crawl early, nil when it ended
-	// normally or was stopped on purpose: the job directory or a feed
-	// could not be written (a full disk), or the scheduler failed.
-	// Reason then says which ("jobdir_error", "spill_error" for the
-	// temporary queue folder of a crawl without JOBDIR, "feed_error",
-	// "scheduler_error"). The gocrawl command exits with status 1.
-	Err error
 }
 
 // Engine runs one spider. Create it with New, run it once with Run.
@@ -180,7 +173,7 @@ type Engine struct {
 	// Counters updated for every request, looked up once.
 	cRequests, cGets, cResponses, cBytes, cOK, cExceptions *stats.Counter
 
-	// fatal is the first error that stopped the crawl (Result.Err).
+	// fatal is the first error that stopped the crawl (Run's error).
 	fatalMu sync.Mutex
 	fatal   error
 
@@ -343,6 +336,18 @@ func (e *Engine) Abort() {
 // Run crawls until there is nothing left to do, Stop or Abort is called,
 // a CLOSESPIDER_* limit is reached, or ctx is cancelled (a graceful stop
 // with reason "shutdown").
+//
+// Its error says why the crawl stopped abnormally, and is nil for a crawl
+// that ended or was stopped on purpose. A crawl that could not start
+// (the spider's Open, the scheduler or a pipeline failed to open) returns
+// a nil Result and that error. A crawl that ran always returns its Result;
+// its error is then the failure that stopped it early, if any (the job
+// directory or a feed could not be written, a full disk; the scheduler
+// failed: Result.Reason says which, "jobdir_error", "spill_error" for the
+// temporary queue folder of a crawl without JOBDIR, "feed_error",
+// "scheduler_error"), joined with the errors met closing the pipelines,
+// the scheduler, the download handlers and the spider. The gocrawl
+// command exits with status 1 on such an error.
 func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	start := e.clock.Now()
 	e.stats.Set("start_time", float64(start.UnixMilli())/1000) // Unix seconds, to the millisecond
@@ -367,11 +372,15 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	elapsed := e.clock.Now().Sub(start)
 	e.finishStats(elapsed, reason)
 	closeErr := e.close(context.WithoutCancel(cctx), reason)
-	return &Result{Reason: reason, Elapsed: elapsed, Stats: e.stats.Snapshot(), Err: e.fatalErr()}, closeErr
+	res := &Result{Reason: reason, Elapsed: elapsed, Stats: e.stats.Snapshot()}
+	if fatal := e.fatalErr(); fatal != nil {
+		return res, errors.Join(fmt.Errorf("crawl stopped (%s): %w", reason, fatal), closeErr)
+	}
+	return res, closeErr
 }
 
-// fail stops the crawl because of err, which Run reports as Result.Err
-// with reason; only the first failure is kept. Nothing new is sent;
+// fail stops the crawl because of err, which Run returns with reason;
+// only the first failure is kept. Nothing new is sent;
 // in-flight work finishes as in Stop.
 func (e *Engine) fail(reason string, err error) {
 	e.fatalMu.Lock()
