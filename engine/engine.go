@@ -189,6 +189,11 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	if opts.Clock == nil {
 		opts.Clock = clock.Real
 	}
+	if _, old := sp.(interface {
+		Close(context.Context, string) error
+	}); old {
+		return nil, fmt.Errorf("spider %s: its Close method must be Close(ctx context.Context) error (spider.Closer), not Close(ctx, reason string) error: read the reason with spider.CloseReason(ctx)", sp.Name())
+	}
 	if opts.Job != nil && opts.Shared != nil {
 		return nil, errors.New("JOBDIR and REDIS_URL cannot be used together: a job is kept either in a job directory or in Redis")
 	}
@@ -265,25 +270,25 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	e.gate = offlineThrottler{Throttler: thr, chain: e.fetch}
 	storage, err := e.jobStorage()
 	if err != nil {
-		_ = e.fetch.Close()
+		_ = e.fetch.Close(context.Background())
 		e.rd.close()
 		return nil, err
 	}
 	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Throttler: e.gate, Stats: e.stats, Log: opts.Log, Clock: opts.Clock, Storage: storage})
 	if err != nil {
-		_ = e.fetch.Close()
+		_ = e.fetch.Close(context.Background())
 		e.rd.close()
 		return nil, err
 	}
 	e.handle, _, err = middleware.BuildSpider(e.crawler, middleware.HandlerFunc(e.callback))
 	if err != nil {
-		_ = e.fetch.Close()
+		_ = e.fetch.Close(context.Background())
 		e.rd.close()
 		return nil, err
 	}
 	pipes, err := pipeline.Build(e.crawler)
 	if err != nil {
-		_ = e.fetch.Close()
+		_ = e.fetch.Close(context.Background())
 		e.rd.close()
 		return nil, err
 	}
@@ -422,6 +427,7 @@ func (e *Engine) open(ctx context.Context) error {
 }
 
 func (e *Engine) close(ctx context.Context, reason string) error {
+	ctx = spider.WithCloseReason(ctx, reason)
 	var errs []error
 	for _, p := range e.pipes {
 		if c, ok := p.Stage.(pipeline.Closer); ok {
@@ -436,13 +442,13 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 	if err := e.checkpointJob(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := e.fetch.Close(); err != nil {
+	if err := e.fetch.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	e.dl.Close()
 	e.rd.close()
 	if c, ok := e.sp.(spider.Closer); ok {
-		if err := c.Close(ctx, reason); err != nil {
+		if err := c.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("closing spider: %w", err))
 		}
 	}

@@ -81,7 +81,15 @@ func init() {
 	RegisterDownloader("testBuildFails", func(c *spider.Crawler) (Downloader, error) {
 		return nil, errors.New("missing API key")
 	})
+	RegisterDownloader("testOldClose", func(c *spider.Crawler) (Downloader, error) { return oldCloser{}, nil })
 }
+
+// oldCloser has the Close method of earlier releases, which the chain
+// would no longer call.
+type oldCloser struct{}
+
+func (oldCloser) WrapFetcher(next Fetcher) Fetcher { return next }
+func (oldCloser) Close() error                     { return nil }
 
 func TestDownloaderChainOrder(t *testing.T) {
 	c, _ := newCrawler(t, nil, only(map[string]any{
@@ -143,6 +151,7 @@ func TestOrderedErrorsNameTheEntry(t *testing.T) {
 		{"order not an integer", map[string]any{"DOWNLOADER_MIDDLEWARES": map[string]any{"Retry": 1.5}}, `entry "Retry": order must be an integer or null`},
 		{"spider side", map[string]any{"SPIDER_MIDDLEWARES": map[string]any{"Nope": 1}}, `SPIDER_MIDDLEWARES: entry "Nope" is not a registered component`},
 		{"factory fails", map[string]any{"DOWNLOADER_MIDDLEWARES": map[string]any{"testBuildFails": 1}}, "DOWNLOADER_MIDDLEWARES: testBuildFails: missing API key"},
+		{"Close without a context", map[string]any{"DOWNLOADER_MIDDLEWARES": map[string]any{"testOldClose": 1}}, "DOWNLOADER_MIDDLEWARES: testOldClose: its Close method must be Close(ctx context.Context) error"},
 		{"bad setting of a built-in", map[string]any{"RETRY_EXCEPTIONS": []string{"NoSuchError"}}, `Retry: RETRY_EXCEPTIONS: unknown error kind "NoSuchError"`},
 		{"bad policy", map[string]any{"REFERRER_POLICY": "sometimes"}, `unknown referrer policy "sometimes"`},
 	}

@@ -96,7 +96,7 @@ func chainFor(t *testing.T, c *spider.Crawler, inner Fetcher) *DownloaderChain {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ch.Close() })
+	t.Cleanup(func() { ch.Close(context.Background()) })
 	return ch
 }
 

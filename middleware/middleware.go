@@ -142,10 +142,13 @@ type StartObserver interface {
 	ObserveStart(req *spider.Request)
 }
 
-// Closer is implemented by middlewares that hold resources (the HTTP
-// cache's database); they are closed when the crawl ends.
+// Closer is implemented by downloader middlewares that hold resources
+// (the HTTP cache's database); they are closed when the crawl ends, with
+// the same signature as spiders (spider.Closer) and item pipelines
+// (pipeline.Closer). A middleware with the former Close() error method is
+// refused when the chain is built, so that it is not silently left open.
 type Closer interface {
-	Close() error
+	Close(ctx context.Context) error
 }
 
 // RescheduleError replaces a request's download with new requests, which

@@ -31,7 +31,7 @@ type Opener interface {
 }
 
 // Closer is implemented by pipelines that flush and close when the crawl
-// ends.
+// ends; spider.CloseReason(ctx) says why it ended.
 type Closer interface {
 	Close(ctx context.Context) error
 }

@@ -101,10 +101,15 @@ type Opener interface {
 	Open(ctx context.Context, c *Crawler) error
 }
 
-// Closer is implemented by spiders that clean up when the crawl ends;
-// reason says why ("finished", "shutdown", "closespider_timeout", ...).
+// Closer is implemented by spiders that clean up when the crawl ends.
+// CloseReason(ctx) says why it ended ("finished", "shutdown",
+// "closespider_timeout", ...). Close(ctx) error is the one signature of
+// every component that is closed at the end of a crawl: spiders, item
+// pipelines (pipeline.Closer) and downloader middlewares
+// (middleware.Closer). Storage handles (a session store, the HTTP cache's
+// store, a job directory) are io.Closers, closed by what opened them.
 type Closer interface {
-	Close(ctx context.Context, reason string) error
+	Close(ctx context.Context) error
 }
 
 // AllowedDomainser is implemented by spiders that restrict the crawl to
