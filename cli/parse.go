@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gocrawl/gocrawl/internal/callbacks"
+
 	"github.com/PuerkitoBio/goquery"
 	"github.com/spf13/cobra"
 
@@ -83,7 +85,7 @@ error, at WARNING unless LOG_LEVEL is set.`,
 				return UsageErrorf("%v; give an absolute http(s) URL such as https://example.com/", err)
 			}
 			if callback != "" {
-				if _, err = spider.ResolveCallback(sp, callback); err != nil {
+				if _, err = callbacks.ResolveCallback(sp, callback); err != nil {
 					return UsageError(err)
 				}
 				req.CallbackName = callback
@@ -189,7 +191,7 @@ func (p *parseRun) add(r *parsed) {
 
 // wrap sets req's callback and errback to recording ones for depth.
 func (p *parseRun) wrap(req *spider.Request, depth int) {
-	cb, eb, err := spider.Callbacks(p.sp, req)
+	cb, eb, err := callbacks.Callbacks(p.sp, req)
 	name := callbackName(p.sp, req)
 	if err != nil {
 		failure := err
@@ -220,7 +222,7 @@ func (p *parseRun) wrap(req *spider.Request, depth int) {
 // callbackName names req's callback for the output.
 func callbackName(sp spider.Spider, req *spider.Request) string {
 	if req.Callback != nil {
-		if n, err := spider.FuncName(sp, req.Callback); err == nil && n != "" {
+		if n, err := callbacks.FuncName(sp, req.Callback); err == nil && n != "" {
 			return n
 		}
 		return "(a function)"

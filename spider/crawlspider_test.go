@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocrawl/gocrawl/internal/callbacks"
+
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/spider/linkextract"
 )
@@ -105,12 +107,12 @@ func TestCrawlSpiderStartPage(t *testing.T) {
 		if r.Get(spider.MetaRule) == nil {
 			want = "FollowRules"
 		}
-		name, err := spider.FuncName(s, r.Callback)
+		name, err := callbacks.FuncName(s, r.Callback)
 		if err != nil || name != want {
 			t.Errorf("%s: callback %q, %v; want the persistable %s", r.URL, name, err, want)
 		}
 		if r.Errback != nil {
-			if name, err := spider.FuncName(s, r.Errback); err != nil || name != "ErrbackRule" {
+			if name, err := callbacks.FuncName(s, r.Errback); err != nil || name != "ErrbackRule" {
 				t.Errorf("%s: errback %q, %v", r.URL, name, err)
 			}
 		}
@@ -298,7 +300,7 @@ func TestCrawlSpiderSingleCallbackRule(t *testing.T) {
 		if r.Meta != nil {
 			t.Errorf("%s has meta %v", r.URL, r.Meta)
 		}
-		cb, eb, err := spider.Callbacks(s, r)
+		cb, eb, err := callbacks.Callbacks(s, r)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocrawl/gocrawl/internal/callbacks"
+
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/downloader"
@@ -101,11 +103,11 @@ func TestStart(t *testing.T) {
 			}
 			continue
 		}
-		name, _ := spider.FuncName(s, req.Callback)
+		name, _ := callbacks.FuncName(s, req.Callback)
 		if name == "" {
 			name = "Parse"
 		}
-		ebName, _ := spider.FuncName(s, req.Errback)
+		ebName, _ := callbacks.FuncName(s, req.Errback)
 		got = append(got, fmt.Sprintf("%s %s %s %v %v", req.URL, name, ebName, req.Get(sitemap.MetaDepth), req.Get(downloader.MetaDownloadMaxSize)))
 	}
 	want := []string{
@@ -122,7 +124,7 @@ func requestsOf(t *testing.T, s *shop, out *spider.Recorder) []string {
 	t.Helper()
 	var got []string
 	for _, r := range out.Requests {
-		name, err := spider.FuncName(s, r.Callback)
+		name, err := callbacks.FuncName(s, r.Callback)
 		if err != nil {
 			t.Fatal(err)
 		}

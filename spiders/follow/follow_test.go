@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocrawl/gocrawl/internal/callbacks"
+
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -181,7 +183,7 @@ func TestParseRulePages(t *testing.T) {
 		r := req.Clone()
 		r.Depth = depth
 		res := &spider.Response{URL: r.URL, Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(page), Request: r}
-		cb, _, err := spider.Callbacks(s, r)
+		cb, _, err := callbacks.Callbacks(s, r)
 		if err != nil {
 			t.Fatal(err)
 		}
