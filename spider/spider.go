@@ -27,6 +27,25 @@
 //
 // The engine calls Start lazily: a spider with a million start URLs only
 // materialises the ones the scheduler has room for.
+//
+// # Optional interfaces
+//
+// A spider changes how it is run by having more methods. The rule for
+// where each interface lives: the general ones (settings, arguments, life
+// cycle, allowed domains) are in this package; those that only one
+// optional component reads live with that component, next to the settings
+// they stand in for.
+//
+//   - SettingsProvider (Settings), ArgsReceiver (SetArgs), Opener (Open),
+//     Closer (Close), AllowedDomainser (AllowedDomains): this package.
+//   - middleware.BasicAuther (BasicAuth), middleware.HTTPStatusLister
+//     (HandleHTTPStatusList), middleware.BanChecker (IsBanned): read by the
+//     HttpAuth, HttpError/Redirect and ProxyPool/Sessions middlewares.
+//   - render.PageActor (PageActions): read by the headless browser download
+//     handler (package downloader/render).
+//
+// Close(ctx) error is the signature of every component a crawl closes:
+// spiders, item pipelines and downloader middlewares.
 package spider
 
 import (
