@@ -219,7 +219,7 @@ func (a *App) Crawl(ctx context.Context, spec CrawlSpec) (*engine.Result, error)
 		return nil, fmt.Errorf("crawl of %s failed: %w", spec.Spider.Name(), err)
 	}
 	if err != nil {
-		spec.Log.Error().Err(err).Msg("errors while closing the crawl")
+		spec.Log.Error().Err(err).Str("reason", res.Reason).Msg("the crawl ended on an error")
 	}
 	return res, err
 }

@@ -125,7 +125,7 @@ func writeHeaders(w io.Writer, res *spider.Response) {
 		for _, u := range redirectChain(req) {
 			fmt.Fprintf(w, "* redirected from %s\n", u)
 		}
-		fmt.Fprintf(w, "> %s %s\n", req.GetMethod(), req.URL.Redacted())
+		fmt.Fprintf(w, "> %s %s\n", req.EffectiveMethod(), req.URL.Redacted())
 		writeHeaderLines(w, "> ", req.Header)
 		fmt.Fprintln(w, ">")
 	}

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gocrawl/gocrawl/internal/callbacks"
+
+	"github.com/PuerkitoBio/goquery"
 	"github.com/spf13/cobra"
 
 	"github.com/gocrawl/gocrawl/settings"
@@ -88,7 +91,7 @@ error, at WARNING unless LOG_LEVEL is set.`,
 				return UsageErrorf("%v; give an absolute http(s) URL such as https://example.com/", err)
 			}
 			if callback != "" {
-				if _, err = spider.ResolveCallback(sp, callback); err != nil {
+				if _, err = callbacks.ResolveCallback(sp, callback); err != nil {
 					return UsageError(err)
 				}
 				req.CallbackName = callback
@@ -192,7 +195,7 @@ func (p *parseRun) add(r *parsed) {
 
 // wrap sets req's callback and errback to recording ones for depth.
 func (p *parseRun) wrap(req *spider.Request, depth int) {
-	cb, eb, err := spider.Callbacks(p.sp, req)
+	cb, eb, err := callbacks.Callbacks(p.sp, req)
 	name := callbackName(p.sp, req)
 	if err != nil {
 		failure := err
@@ -223,7 +226,7 @@ func (p *parseRun) wrap(req *spider.Request, depth int) {
 // callbackName names req's callback for the output.
 func callbackName(sp spider.Spider, req *spider.Request) string {
 	if req.Callback != nil {
-		if n, err := spider.FuncName(sp, req.Callback); err == nil && n != "" {
+		if n, err := callbacks.FuncName(sp, req.Callback); err == nil && n != "" {
 			return n
 		}
 		return "(a function)"
@@ -258,7 +261,7 @@ func (o *parseOutput) Request(req *spider.Request) {
 	}
 	follow := o.depth < o.run.maxDepth
 	o.mu.Lock()
-	o.rec.Requests = append(o.rec.Requests, parsedRequest{Method: req.GetMethod(), URL: req.URL.String(),
+	o.rec.Requests = append(o.rec.Requests, parsedRequest{Method: req.EffectiveMethod(), URL: req.URL.String(),
 		Callback: callbackName(o.run.sp, req), Followed: follow})
 	o.mu.Unlock()
 	if follow {
@@ -268,7 +271,7 @@ func (o *parseOutput) Request(req *spider.Request) {
 }
 
 func (o *parseOutput) Follow(res *spider.Response, ref string, cb spider.Callback) {
-	req, err := res.Follow(ref, cb)
+	req, err := res.NewRequest(ref, cb)
 	if err != nil {
 		o.next.Follow(res, ref, cb) // let the engine log and count the bad link
 		return
@@ -276,13 +279,8 @@ func (o *parseOutput) Follow(res *spider.Response, ref string, cb spider.Callbac
 	o.Request(req)
 }
 
-func (o *parseOutput) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
-	links, err := spider.Links(refs)
-	if err != nil {
-		o.next.FollowAll(res, refs, cb) // the engine logs and counts it
-		return
-	}
-	for _, ref := range links {
+func (o *parseOutput) FollowAll(res *spider.Response, sel *goquery.Selection, cb spider.Callback) {
+	for _, ref := range spider.Hrefs(sel) {
 		o.Follow(res, ref, cb)
 	}
 }

@@ -91,6 +91,9 @@ docs/distributed.md.`,
 				opts.Shared = shared
 			}
 			res, err := a.Crawl(cmd.Context(), CrawlSpec{Spider: sp, Settings: s, Feeds: feeds, Log: log, Options: opts})
+			if err != nil && res != nil { // the crawl ran and ended abnormally
+				err = fmt.Errorf("%w: %w", errCrawlFailed, err)
+			}
 			if jerr := closeJob(job, feeds); jerr != nil && err == nil {
 				err = jerr
 			}
@@ -105,13 +108,7 @@ docs/distributed.md.`,
 			if s.Bool("STATS_DUMP") {
 				logs.Summary(sp.Name(), res)
 			}
-			if res.Err != nil { // what stopped the crawl, rather than what it left behind
-				return fmt.Errorf("%w: %w", errCrawlFailed, res.Err)
-			}
-			if err != nil {
-				return err
-			}
-			return nil
+			return err
 		},
 	}
 	sf.Add(cmd)

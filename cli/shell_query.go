@@ -110,7 +110,7 @@ func shellQuery(w io.Writer, res *spider.Response, kind, arg string) error {
 					return
 				}
 			}
-			req, err := res.Follow(href, nil)
+			req, err := res.NewRequest(href, nil)
 			if err != nil {
 				v = href + "  (not followed: " + err.Error() + ")"
 			} else {

@@ -341,7 +341,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	}
 	var r io.Reader = hres.Body
 	hint := hres.ContentLength
-	if d.opts.Compression && req.GetMethod() != http.MethodHead {
+	if d.opts.Compression && req.EffectiveMethod() != http.MethodHead {
 		r, err = decoder(hres.Header.Get("Content-Encoding"), r)
 		if err != nil {
 			return nil, &Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: err}
@@ -394,7 +394,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 // which is what the round trip through a string gave, for two allocations
 // and a parse less per request.
 func newHTTPRequest(ctx context.Context, req *spider.Request, body io.Reader) (*http.Request, error) {
-	hreq, err := http.NewRequestWithContext(ctx, req.GetMethod(), "", body)
+	hreq, err := http.NewRequestWithContext(ctx, req.EffectiveMethod(), "", body)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func TestNewHTTPRequestMatchesParsingTheString(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.url, err)
 		}
-		want, err := http.NewRequestWithContext(context.Background(), req.GetMethod(), req.URL.String(), body2)
+		want, err := http.NewRequestWithContext(context.Background(), req.EffectiveMethod(), req.URL.String(), body2)
 		if err != nil {
 			t.Fatalf("%s: NewRequest: %v", tc.url, err)
 		}

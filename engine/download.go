@@ -176,7 +176,7 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 		o.RequestStarted(sentAt, req, scopes)
 	}
 	e.cRequests.Add(1)
-	if m := req.GetMethod(); m == http.MethodGet {
+	if m := req.EffectiveMethod(); m == http.MethodGet {
 		e.cGets.Add(1)
 	} else {
 		e.stats.Inc("downloader/request_method_count/"+m, 1)
@@ -222,7 +222,7 @@ func (e *Engine) fetchAndReport(ctx context.Context, req *spider.Request) (*spid
 		return nil, err
 	}
 	if ev := e.log.Debug(); ev.Enabled() {
-		ev.Int("status", res.Status).Str("method", req.GetMethod()).Str("url", req.URL.Redacted()).
+		ev.Int("status", res.Status).Str("method", req.EffectiveMethod()).Str("url", req.URL.Redacted()).
 			Str("referer", refererOf(req)).Int("bytes", len(res.Body)).Stringer("latency", now.Sub(began).Round(time.Microsecond)).
 			Str("scope", strings.Join(scopes.Names(), " + ")).Msg("response")
 	}

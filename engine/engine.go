@@ -122,13 +122,6 @@ type Result struct {
 	Elapsed time.Duration
 	// Stats is the final snapshot of the stats.
 	Stats map[string]float64
-	// Err is the error that stopped the crawl early, nil when it ended
-	// normally or was stopped on purpose: the job directory or a feed
-	// could not be written (a full disk), or the scheduler failed.
-	// Reason then says which ("jobdir_error", "spill_error" for the
-	// temporary queue folder of a crawl without JOBDIR, "feed_error",
-	// "scheduler_error"). The gocrawl command exits with status 1.
-	Err error
 }
 
 // Engine runs one spider. Create it with New, run it once with Run.
@@ -184,7 +177,7 @@ type Engine struct {
 	// Counters updated for every request, looked up once.
 	cRequests, cGets, cResponses, cBytes, cOK, cExceptions *stats.Counter
 
-	// fatal is the first error that stopped the crawl (Result.Err).
+	// fatal is the first error that stopped the crawl (Run's error).
 	fatalMu sync.Mutex
 	fatal   error
 
@@ -199,6 +192,11 @@ type Engine struct {
 func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real
+	}
+	if _, old := sp.(interface {
+		Close(context.Context, string) error
+	}); old {
+		return nil, fmt.Errorf("spider %s: its Close method must be Close(ctx context.Context) error (spider.Closer), not Close(ctx, reason string) error: read the reason with spider.CloseReason(ctx)", sp.Name())
 	}
 	if opts.Job != nil && opts.Shared != nil {
 		return nil, errors.New("JOBDIR and REDIS_URL cannot be used together: a job is kept either in a job directory or in Redis")
@@ -279,25 +277,25 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 	e.gate = offlineThrottler{Throttler: thr, chain: e.fetch}
 	storage, err := e.jobStorage()
 	if err != nil {
-		_ = e.fetch.Close()
+		_ = e.fetch.Close(context.Background())
 		_ = e.hs.close()
 		return nil, err
 	}
 	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Throttler: e.gate, Stats: e.stats, Log: opts.Log, Clock: opts.Clock, Storage: storage})
 	if err != nil {
-		_ = e.fetch.Close()
+		_ = e.fetch.Close(context.Background())
 		_ = e.hs.close()
 		return nil, err
 	}
 	e.handle, _, err = middleware.BuildSpider(e.crawler, middleware.HandlerFunc(e.callback))
 	if err != nil {
-		_ = e.fetch.Close()
+		_ = e.fetch.Close(context.Background())
 		_ = e.hs.close()
 		return nil, err
 	}
 	pipes, err := pipeline.Build(e.crawler)
 	if err != nil {
-		_ = e.fetch.Close()
+		_ = e.fetch.Close(context.Background())
 		_ = e.hs.close()
 		return nil, err
 	}
@@ -350,6 +348,18 @@ func (e *Engine) Abort() {
 // Run crawls until there is nothing left to do, Stop or Abort is called,
 // a CLOSESPIDER_* limit is reached, or ctx is cancelled (a graceful stop
 // with reason "shutdown").
+//
+// Its error says why the crawl stopped abnormally, and is nil for a crawl
+// that ended or was stopped on purpose. A crawl that could not start
+// (the spider's Open, the scheduler or a pipeline failed to open) returns
+// a nil Result and that error. A crawl that ran always returns its Result;
+// its error is then the failure that stopped it early, if any (the job
+// directory or a feed could not be written, a full disk; the scheduler
+// failed: Result.Reason says which, "jobdir_error", "spill_error" for the
+// temporary queue folder of a crawl without JOBDIR, "feed_error",
+// "scheduler_error"), joined with the errors met closing the pipelines,
+// the scheduler, the download handlers and the spider. The gocrawl
+// command exits with status 1 on such an error.
 func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	start := e.clock.Now()
 	e.stats.Set("start_time", float64(start.UnixMilli())/1000) // Unix seconds, to the millisecond
@@ -374,11 +384,15 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	elapsed := e.clock.Now().Sub(start)
 	e.finishStats(elapsed, reason)
 	closeErr := e.close(context.WithoutCancel(cctx), reason)
-	return &Result{Reason: reason, Elapsed: elapsed, Stats: e.stats.Snapshot(), Err: e.fatalErr()}, closeErr
+	res := &Result{Reason: reason, Elapsed: elapsed, Stats: e.stats.Snapshot()}
+	if fatal := e.fatalErr(); fatal != nil {
+		return res, errors.Join(fmt.Errorf("crawl stopped (%s): %w", reason, fatal), closeErr)
+	}
+	return res, closeErr
 }
 
-// fail stops the crawl because of err, which Run reports as Result.Err
-// with reason; only the first failure is kept. Nothing new is sent;
+// fail stops the crawl because of err, which Run returns with reason;
+// only the first failure is kept. Nothing new is sent;
 // in-flight work finishes as in Stop.
 func (e *Engine) fail(reason string, err error) {
 	e.fatalMu.Lock()
@@ -410,7 +424,7 @@ func (e *Engine) open(ctx context.Context) error {
 		return fmt.Errorf("opening scheduler: %w", err)
 	}
 	for _, p := range e.pipes {
-		if o, ok := p.ItemPipeline.(pipeline.Opener); ok {
+		if o, ok := p.Stage.(pipeline.Opener); ok {
 			if err := o.Open(ctx, e.crawler); err != nil {
 				return fmt.Errorf("opening item pipeline %s: %w", p.Name, err)
 			}
@@ -420,9 +434,10 @@ func (e *Engine) open(ctx context.Context) error {
 }
 
 func (e *Engine) close(ctx context.Context, reason string) error {
+	ctx = spider.WithCloseReason(ctx, reason)
 	var errs []error
 	for _, p := range e.pipes {
-		if c, ok := p.ItemPipeline.(pipeline.Closer); ok {
+		if c, ok := p.Stage.(pipeline.Closer); ok {
 			if err := c.Close(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("closing item pipeline %s: %w", p.Name, err))
 			}
@@ -434,7 +449,7 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 	if err := e.checkpointJob(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := e.fetch.Close(); err != nil {
+	if err := e.fetch.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	e.dl.Close()
@@ -442,7 +457,7 @@ func (e *Engine) close(ctx context.Context, reason string) error {
 		errs = append(errs, err)
 	}
 	if c, ok := e.sp.(spider.Closer); ok {
-		if err := c.Close(ctx, reason); err != nil {
+		if err := c.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("closing spider: %w", err))
 		}
 	}

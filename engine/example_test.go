@@ -57,7 +57,7 @@ func Example() {
 		return item, nil
 	})
 	e, err := engine.New(&titles{Base: spider.Base{StartURLs: []string{site.URL + "/"}}}, s,
-		engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}})
+		engine.Options{Pipelines: []pipeline.Named{{Name: "collect", Stage: collect}}})
 	if err != nil {
 		panic(err)
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 
+	"github.com/PuerkitoBio/goquery"
+
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -32,7 +34,7 @@ func (o *output) Request(req *spider.Request) {
 }
 
 func (o *output) Follow(res *spider.Response, ref string, cb spider.Callback) {
-	req, err := res.Follow(ref, cb)
+	req, err := res.NewRequest(ref, cb)
 	if err != nil {
 		o.e.stats.Inc("engine/invalid_links", 1)
 		o.e.log.Debug().Err(err).Msg("skipping invalid link")
@@ -41,13 +43,8 @@ func (o *output) Follow(res *spider.Response, ref string, cb spider.Callback) {
 	o.Request(req)
 }
 
-func (o *output) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
-	reqs, errs := res.FollowAll(refs, cb)
-	for _, err := range errs {
-		o.e.stats.Inc("engine/invalid_links", 1)
-		o.e.log.Debug().Err(err).Msg("skipping invalid link")
-	}
-	for _, r := range reqs {
-		o.Request(r)
+func (o *output) FollowAll(res *spider.Response, sel *goquery.Selection, cb spider.Callback) {
+	for _, ref := range spider.Hrefs(sel) {
+		o.Follow(res, ref, cb)
 	}
 }

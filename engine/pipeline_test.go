@@ -49,7 +49,7 @@ func TestItemPipelinesDropCountAndRecover(t *testing.T) {
 	})
 	log, logs := testLogger()
 	e, err := New(sp, testSettings(t), Options{Log: log, Pipelines: []pipeline.Named{
-		{Name: "first", ItemPipeline: first}, {Name: "second", ItemPipeline: second},
+		{Name: "first", Stage: first}, {Name: "second", Stage: second},
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/gocrawl/gocrawl/internal/callbacks"
+
 	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/pipeline"
@@ -73,20 +75,20 @@ type namedPair struct {
 	eb spider.Errback
 }
 
-// callbacks returns req's callback and errback (spider.Callbacks). A
+// callbacks returns req's callback and errback (callbacks.Callbacks). A
 // request read back from a JOBDIR queue carries its callbacks by name;
 // each pair of names is resolved by reflection once per engine (a few
 // microseconds and allocations per page otherwise), then reused.
 func (e *Engine) callbacks(req *spider.Request) (spider.Callback, spider.Errback, error) {
 	if req.Callback != nil || req.Errback != nil {
-		return spider.Callbacks(e.sp, req)
+		return callbacks.Callbacks(e.sp, req)
 	}
 	key := [2]string{req.CallbackName, req.ErrbackName}
 	if v, ok := e.named.Load(key); ok {
 		p := v.(namedPair)
 		return p.cb, p.eb, nil
 	}
-	cb, eb, err := spider.Callbacks(e.sp, req)
+	cb, eb, err := callbacks.Callbacks(e.sp, req)
 	if err != nil {
 		return nil, nil, err
 	}

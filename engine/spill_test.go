@@ -169,7 +169,7 @@ func TestSpilledCrawlVisitsEveryPageInOrder(t *testing.T) {
 		t.Run(fmt.Sprint("limit=", limit), func(t *testing.T) {
 			sp, res, log := crawlOrder(t, site, limit, dir, nil)
 			if res.Reason != "finished" {
-				t.Fatalf("reason %s: %v", res.Reason, res.Err)
+				t.Fatalf("reason %s", res.Reason)
 			}
 			seen := map[string]int{}
 			for _, p := range sp.order {
@@ -236,11 +236,11 @@ func TestSpillFailureStopsCrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	if res == nil {
+		t.Fatalf("no result: %v", err)
 	}
-	if res.Reason != "spill_error" || !errors.Is(res.Err, pqueue.ErrStorage) || !strings.Contains(res.Err.Error(), dir) {
-		t.Fatalf("reason %q, err %v; want spill_error and a storage error naming %s", res.Reason, res.Err, dir)
+	if res.Reason != "spill_error" || !errors.Is(err, pqueue.ErrStorage) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("reason %q, err %v; want spill_error and a storage error naming %s", res.Reason, err, dir)
 	}
 	if len(sp.order) >= 400 {
 		t.Fatal("the crawl went on after the failure")

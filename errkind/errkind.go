@@ -73,19 +73,23 @@ func init() {
 
 // Register makes target usable by name in settings that list error kinds:
 // an error matches when errors.Is(err, target). Registering a name twice
-// replaces the earlier target.
+// replaces the earlier target. A nil target panics: it would match
+// nothing, and Lookup reports unknown names with nil.
 func Register(name string, target error) {
+	if target == nil {
+		panic("errkind: Register(" + name + ", nil)")
+	}
 	mu.Lock()
 	kinds[name] = target
 	mu.Unlock()
 }
 
-// Lookup returns the error registered under name.
-func Lookup(name string) (error, bool) {
+// Lookup returns the error registered under name, or nil when no kind has
+// that name.
+func Lookup(name string) error {
 	mu.RLock()
 	defer mu.RUnlock()
-	k, ok := kinds[name]
-	return k, ok
+	return kinds[name]
 }
 
 // Names returns every registered kind name, sorted.
@@ -105,8 +109,8 @@ func Names() []string {
 func Resolve(setting string, names []string) ([]error, error) {
 	out := make([]error, 0, len(names))
 	for _, n := range names {
-		k, ok := Lookup(n)
-		if !ok {
+		k := Lookup(n)
+		if k == nil {
 			return nil, fmt.Errorf("%s: unknown error kind %q (known: %v; register others with errkind.Register)", setting, n, Names())
 		}
 		out = append(out, k)

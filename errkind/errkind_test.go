@@ -26,6 +26,15 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+func TestLookup(t *testing.T) {
+	if k := errkind.Lookup("DownloadTimeoutError"); k != errkind.DownloadTimeout {
+		t.Errorf("Lookup(DownloadTimeoutError) = %v", k)
+	}
+	if k := errkind.Lookup("NoSuchError"); k != nil {
+		t.Errorf("Lookup of an unknown name = %v, want nil", k)
+	}
+}
+
 func TestOf(t *testing.T) {
 	custom := errkind.New("CustomTestError")
 	errkind.Register(custom.Name(), custom)

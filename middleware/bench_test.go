@@ -18,7 +18,7 @@ func BenchmarkDefaultDownloaderChain(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ch.Close()
+	defer ch.Close(context.Background())
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

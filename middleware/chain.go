@@ -78,11 +78,15 @@ func NewDownloaderChain(c *spider.Crawler, inner Fetcher) (*DownloaderChain, err
 		build, _ := downloaders.Lookup(name)
 		m, err := build(c)
 		if err != nil {
-			_ = ch.Close()
+			_ = ch.Close(context.Background())
 			return nil, fmt.Errorf("DOWNLOADER_MIDDLEWARES: %s: %w", name, err)
 		}
 		if m == nil {
 			continue
+		}
+		if _, old := m.(interface{ Close() error }); old {
+			_ = ch.Close(context.Background())
+			return nil, fmt.Errorf("DOWNLOADER_MIDDLEWARES: %s: its Close method must be Close(ctx context.Context) error (middleware.Closer), not Close() error", name)
 		}
 		f = guardFetcher(name, m, f, c, guards)
 		ch.names = append([]string{name}, ch.names...)
@@ -152,10 +156,10 @@ func (ch *DownloaderChain) willAnswer(ctx context.Context, a namedAnswerer, req 
 }
 
 // Close closes the middlewares that hold resources, in the chain's order.
-func (ch *DownloaderChain) Close() error {
+func (ch *DownloaderChain) Close(ctx context.Context) error {
 	var errs []error
 	for _, c := range ch.closers {
-		if err := c.c.Close(); err != nil {
+		if err := c.c.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("closing downloader middleware %s: %w", c.name, err))
 		}
 	}

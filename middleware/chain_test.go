@@ -81,7 +81,15 @@ func init() {
 	RegisterDownloader("testBuildFails", func(c *spider.Crawler) (Downloader, error) {
 		return nil, errors.New("missing API key")
 	})
+	RegisterDownloader("testOldClose", func(c *spider.Crawler) (Downloader, error) { return oldCloser{}, nil })
 }
+
+// oldCloser has the Close method of earlier releases, which the chain
+// would no longer call.
+type oldCloser struct{}
+
+func (oldCloser) WrapFetcher(next Fetcher) Fetcher { return next }
+func (oldCloser) Close() error                     { return nil }
 
 func TestDownloaderChainOrder(t *testing.T) {
 	c, _ := newCrawler(t, nil, only(map[string]any{
@@ -118,7 +126,7 @@ func TestSpiderChainOrderSeesOutput(t *testing.T) {
 	if fmt.Sprint(names) != "[testA testB]" {
 		t.Errorf("names = %v", names)
 	}
-	var out spider.Collector
+	var out spider.Recorder
 	req := spider.MustRequest("http://127.0.0.1/", nil)
 	err = h.Handle(context.Background(), &spider.Response{URL: req.URL, Status: 200, Request: req}, &out)
 	if err != cbErr {
@@ -143,6 +151,7 @@ func TestOrderedErrorsNameTheEntry(t *testing.T) {
 		{"order not an integer", map[string]any{"DOWNLOADER_MIDDLEWARES": map[string]any{"Retry": 1.5}}, `entry "Retry": order must be an integer or null`},
 		{"spider side", map[string]any{"SPIDER_MIDDLEWARES": map[string]any{"Nope": 1}}, `SPIDER_MIDDLEWARES: entry "Nope" is not a registered component`},
 		{"factory fails", map[string]any{"DOWNLOADER_MIDDLEWARES": map[string]any{"testBuildFails": 1}}, "DOWNLOADER_MIDDLEWARES: testBuildFails: missing API key"},
+		{"Close without a context", map[string]any{"DOWNLOADER_MIDDLEWARES": map[string]any{"testOldClose": 1}}, "DOWNLOADER_MIDDLEWARES: testOldClose: its Close method must be Close(ctx context.Context) error"},
 		{"bad setting of a built-in", map[string]any{"RETRY_EXCEPTIONS": []string{"NoSuchError"}}, `Retry: RETRY_EXCEPTIONS: unknown error kind "NoSuchError"`},
 		{"bad policy", map[string]any{"REFERRER_POLICY": "sometimes"}, `unknown referrer policy "sometimes"`},
 	}
@@ -249,10 +258,12 @@ func TestOutputHooksFollowAndDrop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := spider.MustRequest("http://127.0.0.1/dir/", nil)
 			res := &spider.Response{URL: req.URL, Status: 200, Request: req, Header: http.Header{}}
-			var out spider.Collector
+			var out spider.Recorder
 			h := tc.wrap(&out)
 			h.Follow(res, "a.html", nil)
-			h.FollowAll(res, []string{"b.pdf", "c.html", "mailto:x@y"}, nil)
+			for _, ref := range []string{"b.pdf", "c.html", "mailto:x@y"} {
+				h.Follow(res, ref, nil)
+			}
 			h.Request(nil)
 			h.Request(spider.MustRequest("http://127.0.0.1/d.pdf", nil))
 			h.Item("an item")

@@ -11,7 +11,7 @@ import (
 func init() { RegisterSpider("Depth", newDepth) }
 
 // Depth makes every request a callback produces one level deeper than the
-// response it came from (Response.Follow already does; requests built with
+// response it came from (Response.NewRequest already does; requests built with
 // spider.NewRequest start at 0 and are fixed here), and keeps the depth
 // stats: request_depth_max, and request_depth_count/<depth> with
 // DEPTH_STATS_VERBOSE. Requests beyond DEPTH_LIMIT are not counted; the

@@ -62,7 +62,7 @@ func init() {
 		}
 		return &APIKey{Host: shopHost, Key: key}, nil
 	})
-	pipeline.Register("RequirePrice", func(c *spider.Crawler) (pipeline.ItemPipeline, error) {
+	pipeline.Register("RequirePrice", func(c *spider.Crawler) (pipeline.Stage, error) {
 		return RequirePrice{}, nil
 	})
 }
@@ -150,11 +150,12 @@ func ExampleOutputHooks() {
 		})
 	})
 	callback := middleware.HandlerFunc(func(ctx context.Context, res *spider.Response, out spider.Output) error {
-		out.FollowAll(res, []string{"/report.pdf", "/page.html"}, nil)
+		out.Follow(res, "/report.pdf", nil)
+		out.Follow(res, "/page.html", nil)
 		return nil
 	})
 	req := spider.MustRequest("http://127.0.0.1/", nil)
-	var out spider.Collector
+	var out spider.Recorder
 	noPDF.WrapHandler(callback).Handle(context.Background(), &spider.Response{URL: req.URL, Status: 200, Request: req}, &out)
 	for _, r := range out.Requests {
 		fmt.Println(r.URL)

@@ -27,22 +27,22 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("middleware %s panicked on %s: %v", e.Middleware, RedactedRequest(e.Request), e.Value)
 }
 
-// MiddlewareError is an error that a middleware itself returned (as
+// Error is an error that a middleware itself returned (as
 // opposed to one it passed on from further down the chain, such as a
 // download error), naming the middleware and the request. errors.Is and
 // errors.As see through it to Err.
-type MiddlewareError struct {
+type Error struct {
 	Middleware string
 	Request    *spider.Request
 	Err        error
 }
 
-func (e *MiddlewareError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("middleware %s failed on %s: %v", e.Middleware, RedactedRequest(e.Request), e.Err)
 }
 
 // Unwrap returns the middleware's error.
-func (e *MiddlewareError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // ErrNoResponse is the error for a downloader middleware that returned
 // neither a response nor an error.
@@ -54,7 +54,7 @@ func RedactedRequest(req *spider.Request) string {
 	if req == nil || req.URL == nil {
 		return "<nil request>"
 	}
-	return req.GetMethod() + " " + RedactedURL(req.URL)
+	return req.EffectiveMethod() + " " + RedactedURL(req.URL)
 }
 
 // RedactedURL returns u with any password replaced by "xxxxx".
@@ -201,10 +201,10 @@ func guardFetcher(name string, m Downloader, next Fetcher, c *spider.Crawler, ch
 		switch {
 		case err == nil && res == nil:
 			count(c, "middleware/error_count/"+name)
-			return nil, &MiddlewareError{Middleware: name, Request: req, Err: ErrNoResponse}
+			return nil, &Error{Middleware: name, Request: req, Err: ErrNoResponse}
 		case err != nil && !fr.has(i, err) && !intentional(err):
 			count(c, "middleware/error_count/"+name)
-			return nil, &MiddlewareError{Middleware: name, Request: req, Err: err}
+			return nil, &Error{Middleware: name, Request: req, Err: err}
 		}
 		return res, err
 	})
@@ -235,7 +235,7 @@ func guardHandler(name string, m Spider, next Handler, c *spider.Crawler, ch *gu
 		err = h.Handle(ctx, res, out)
 		if err != nil && !fr.has(i, err) && !intentional(err) {
 			count(c, "middleware/error_count/"+name)
-			return &MiddlewareError{Middleware: name, Request: res.Request, Err: err}
+			return &Error{Middleware: name, Request: res.Request, Err: err}
 		}
 		return err
 	})

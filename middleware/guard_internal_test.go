@@ -93,7 +93,7 @@ func TestGuardFrameSharedByTheChain(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			entry = build(tt.outer, tt.inner, failing)
 			_, err := entry.Fetch(context.Background(), spider.MustRequest("http://127.0.0.1/", nil))
-			var me *MiddlewareError
+			var me *Error
 			blamed := ""
 			if errors.As(err, &me) {
 				blamed = me.Middleware

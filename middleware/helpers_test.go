@@ -78,7 +78,7 @@ func chainFor(t *testing.T, c *spider.Crawler, inner Fetcher) *DownloaderChain {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ch.Close() })
+	t.Cleanup(func() { ch.Close(context.Background()) })
 	return ch
 }
 

@@ -114,7 +114,7 @@ func NewHTTPCache(c *spider.Crawler, o HTTPCacheOptions) (*HTTPCache, error) {
 }
 
 // Close closes the cache database.
-func (m *HTTPCache) Close() error { return m.store.Close() }
+func (m *HTTPCache) Close(context.Context) error { return m.store.Close() }
 
 // writeFailed counts a failed cache write and logs the first: the crawl
 // goes on without storing (a full disk under the cache must not stop it).

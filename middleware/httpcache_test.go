@@ -59,7 +59,7 @@ func newCache(t *testing.T, set map[string]any, clk clock.Clock) (*HTTPCache, *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() { m.Close(context.Background()) })
 	return m, c
 }
 

@@ -46,7 +46,7 @@ func newMetaRefresh(c *spider.Crawler) (Downloader, error) {
 func (m *MetaRefresh) WrapFetcher(next Fetcher) Fetcher {
 	return FetcherFunc(func(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 		res, err := next.Fetch(ctx, req)
-		if err != nil || req.GetMethod() == http.MethodHead || metaBool(req, MetaDontRedirect) {
+		if err != nil || req.EffectiveMethod() == http.MethodHead || metaBool(req, MetaDontRedirect) {
 			return res, err
 		}
 		delay, target, ok := m.refresh(res)

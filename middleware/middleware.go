@@ -19,7 +19,7 @@
 // closer to the downloader (or the callback). A null order disables a
 // middleware. Invalid names and orders fail at start-up naming the entry;
 // a middleware that panics or fails is reported with its name and the
-// request (PanicError, MiddlewareError) and the crawl goes on.
+// request (PanicError, Error) and the crawl goes on.
 //
 // Built-in downloader middlewares: Offsite (50), HttpAuth (300),
 // DefaultHeaders (400), UserAgent (500), Retry (550), MetaRefresh (580),
@@ -142,10 +142,13 @@ type StartObserver interface {
 	ObserveStart(req *spider.Request)
 }
 
-// Closer is implemented by middlewares that hold resources (the HTTP
-// cache's database); they are closed when the crawl ends.
+// Closer is implemented by downloader middlewares that hold resources
+// (the HTTP cache's database); they are closed when the crawl ends, with
+// the same signature as spiders (spider.Closer) and item pipelines
+// (pipeline.Closer). A middleware with the former Close() error method is
+// refused when the chain is built, so that it is not silently left open.
 type Closer interface {
-	Close() error
+	Close(ctx context.Context) error
 }
 
 // RescheduleError replaces a request's download with new requests, which

@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"github.com/PuerkitoBio/goquery"
+
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -61,14 +63,14 @@ func (o *OutputHooks) Follow(res *spider.Response, ref string, cb spider.Callbac
 }
 
 // FollowAll implements spider.Output.
-func (o *OutputHooks) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
-	followAll(o, o.Next, res, refs, cb)
+func (o *OutputHooks) FollowAll(res *spider.Response, sel *goquery.Selection, cb spider.Callback) {
+	followAll(o, o.Next, res, sel, cb)
 }
 
 // followLink sends the request for ref through o.Request; an invalid link goes
 // to next instead, which fails again and reports it.
 func followLink(o, next spider.Output, res *spider.Response, ref string, cb spider.Callback) {
-	req, err := res.Follow(ref, cb)
+	req, err := res.NewRequest(ref, cb)
 	if err != nil {
 		next.Follow(res, ref, cb)
 		return
@@ -76,15 +78,10 @@ func followLink(o, next spider.Output, res *spider.Response, ref string, cb spid
 	o.Request(req)
 }
 
-// followAll follows every link of refs as followLink does; refs of a type
-// spider.Links does not take go to next, which reports the type.
-func followAll(o, next spider.Output, res *spider.Response, refs any, cb spider.Callback) {
-	links, err := spider.Links(refs)
-	if err != nil {
-		next.FollowAll(res, refs, cb)
-		return
-	}
-	for _, l := range links {
+// followAll follows the link of every element of sel (spider.Hrefs) as
+// followLink does.
+func followAll(o, next spider.Output, res *spider.Response, sel *goquery.Selection, cb spider.Callback) {
+	for _, l := range spider.Hrefs(sel) {
 		followLink(o, next, res, l, cb)
 	}
 }
@@ -128,6 +125,6 @@ func (o *hooked[H]) Follow(res *spider.Response, ref string, cb spider.Callback)
 }
 
 // FollowAll implements spider.Output.
-func (o *hooked[H]) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
-	followAll(o, o.next, res, refs, cb)
+func (o *hooked[H]) FollowAll(res *spider.Response, sel *goquery.Selection, cb spider.Callback) {
+	followAll(o, o.next, res, sel, cb)
 }

@@ -125,7 +125,7 @@ func (r *Redirect) WrapFetcher(next Fetcher) Fetcher {
 		if loc == "" || metaBool(req, MetaDontRedirect) || handlesStatus(r.sp, req, res.Status) {
 			return res, nil
 		}
-		method := req.GetMethod()
+		method := req.EffectiveMethod()
 		toGet := (res.Status == http.StatusSeeOther && method != http.MethodGet && method != http.MethodHead) ||
 			((res.Status == http.StatusMovedPermanently || res.Status == http.StatusFound) && method == http.MethodPost)
 		var delay time.Duration

@@ -68,8 +68,8 @@ func TestRedirectMethodAndBody(t *testing.T) {
 			if err != nil || nr == nil {
 				t.Fatalf("no redirect: %v", err)
 			}
-			if nr.GetMethod() != tt.wantMethod {
-				t.Errorf("method = %s, want %s", nr.GetMethod(), tt.wantMethod)
+			if nr.EffectiveMethod() != tt.wantMethod {
+				t.Errorf("method = %s, want %s", nr.EffectiveMethod(), tt.wantMethod)
 			}
 			if hasBody := len(nr.Body) > 0; hasBody != tt.wantBody && (tt.wantBody || len(req.Body) > 0) {
 				t.Errorf("body kept = %v, want %v", hasBody, tt.wantBody)
@@ -347,8 +347,8 @@ func TestMetaRefresh(t *testing.T) {
 				return
 			}
 			nr := rs.Requests[0]
-			if nr.URL.String() != tt.wantURL || nr.GetMethod() != "GET" {
-				t.Errorf("refresh to %s %s, want GET %s", nr.GetMethod(), nr.URL, tt.wantURL)
+			if nr.URL.String() != tt.wantURL || nr.EffectiveMethod() != "GET" {
+				t.Errorf("refresh to %s %s, want GET %s", nr.EffectiveMethod(), nr.URL, tt.wantURL)
 			}
 			if got := nr.Get(throttling.MetaDelay); got != tt.wantDelay {
 				t.Errorf("throttling_delay = %v, want %v", got, tt.wantDelay)

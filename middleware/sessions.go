@@ -107,7 +107,7 @@ func newSessions(c *spider.Crawler) (Downloader, error) {
 func (m *Sessions) Pool() *session.Pool { return m.pool }
 
 // Close saves the sessions.
-func (m *Sessions) Close() error { return m.pool.Close() }
+func (m *Sessions) Close(context.Context) error { return m.pool.Close() }
 
 // WrapFetcher implements Downloader.
 func (m *Sessions) WrapFetcher(next Fetcher) Fetcher {

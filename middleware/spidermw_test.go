@@ -15,7 +15,7 @@ import (
 
 // handleWith runs the spider chain made of the named spider middlewares
 // around a callback that emits the given links, and returns what came out.
-func handleWith(t *testing.T, sp spider.Spider, set map[string]any, names map[string]any, res *spider.Response, links []string, reqs ...*spider.Request) (*spider.Collector, error, *spider.Crawler) {
+func handleWith(t *testing.T, sp spider.Spider, set map[string]any, names map[string]any, res *spider.Response, links []string, reqs ...*spider.Request) (*spider.Recorder, error, *spider.Crawler) {
 	t.Helper()
 	if set == nil {
 		set = map[string]any{}
@@ -23,7 +23,9 @@ func handleWith(t *testing.T, sp spider.Spider, set map[string]any, names map[st
 	set["SPIDER_MIDDLEWARES_BASE"] = names
 	c, _ := newCrawler(t, sp, set)
 	h, _, err := BuildSpider(c, HandlerFunc(func(ctx context.Context, res *spider.Response, out spider.Output) error {
-		out.FollowAll(res, links, nil)
+		for _, l := range links {
+			out.Follow(res, l, nil)
+		}
 		for _, r := range reqs {
 			out.Request(r)
 		}
@@ -33,7 +35,7 @@ func handleWith(t *testing.T, sp spider.Spider, set map[string]any, names map[st
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out spider.Collector
+	var out spider.Recorder
 	err = h.Handle(context.Background(), res, &out)
 	return &out, err, c
 }

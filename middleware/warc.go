@@ -123,7 +123,7 @@ func NewWarc(c *spider.Crawler, o WarcOptions) (*Warc, error) {
 }
 
 // Close closes the WARC file being written (synced, indexed).
-func (m *Warc) Close() error {
+func (m *Warc) Close(context.Context) error {
 	if m.w == nil {
 		return nil
 	}
@@ -209,7 +209,7 @@ func (m *Warc) exchange(req *spider.Request, c *downloader.Capture, sent time.Ti
 // replay answers req from the archive.
 func (m *Warc) replay(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 	u := req.URL.String()
-	c, err := m.archive.Lookup(req.GetMethod(), u)
+	c, err := m.archive.Lookup(req.EffectiveMethod(), u)
 	if err != nil {
 		if errors.Is(err, warc.ErrNotArchived) {
 			m.inc("warc/replay_missing")
@@ -225,7 +225,7 @@ func (m *Warc) replay(ctx context.Context, req *spider.Request) (*spider.Respons
 	}
 	h := c.Header
 	body := c.Payload
-	if enc := h.Get("Content-Encoding"); enc != "" && m.compression && req.GetMethod() != http.MethodHead {
+	if enc := h.Get("Content-Encoding"); enc != "" && m.compression && req.EffectiveMethod() != http.MethodHead {
 		r, err := downloader.Decode(enc, bytes.NewReader(body))
 		if err == nil {
 			body, err = io.ReadAll(r)

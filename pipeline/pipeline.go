@@ -16,9 +16,9 @@ import (
 	"github.com/gocrawl/gocrawl/spider"
 )
 
-// ItemPipeline processes one item at a time. It may be called concurrently
+// Stage processes one item at a time. It may be called concurrently
 // (up to CONCURRENT_ITEMS items at once) and must be safe for that.
-type ItemPipeline interface {
+type Stage interface {
 	// ProcessItem returns the item to pass on (the same or a new one), or an
 	// error to drop it.
 	ProcessItem(ctx context.Context, item any) (any, error)
@@ -31,12 +31,12 @@ type Opener interface {
 }
 
 // Closer is implemented by pipelines that flush and close when the crawl
-// ends.
+// ends; spider.CloseReason(ctx) says why it ended.
 type Closer interface {
 	Close(ctx context.Context) error
 }
 
-// Func adapts a function to ItemPipeline.
+// Func adapts a function to Stage.
 type Func func(ctx context.Context, item any) (any, error)
 
 // ProcessItem calls f.
@@ -80,7 +80,7 @@ func Reason(err error) string {
 }
 
 // Factory builds a pipeline for a crawl.
-type Factory func(c *spider.Crawler) (ItemPipeline, error)
+type Factory func(c *spider.Crawler) (Stage, error)
 
 var factories registry.Registry[Factory]
 
@@ -92,7 +92,7 @@ func Register(name string, f Factory) {
 // Named is a built pipeline with its name.
 type Named struct {
 	Name string
-	ItemPipeline
+	Stage
 }
 
 // Build returns the pipelines enabled by ITEM_PIPELINES, in order.
@@ -109,7 +109,7 @@ func Build(c *spider.Crawler) ([]Named, error) {
 			return nil, fmt.Errorf("item pipeline %s: %w", e.Name, err)
 		}
 		if p != nil {
-			out = append(out, Named{Name: e.Name, ItemPipeline: p})
+			out = append(out, Named{Name: e.Name, Stage: p})
 		}
 	}
 	return out, nil

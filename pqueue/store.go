@@ -156,7 +156,7 @@ type Flusher interface {
 // Codec turns requests into bytes and back, for stores that persist them.
 // Implementations must write a versioned format so that a job directory
 // written by one release can be read by the next, and must keep callbacks
-// by name (spider.FuncName, Request.CallbackName): a request whose callback
+// by name (as reqcodec.Codec does, Request.CallbackName): a request whose callback
 // is a closure cannot be encoded and gives an error wrapping
 // spider.ErrNotMethod.
 //

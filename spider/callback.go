@@ -3,10 +3,6 @@ package spider
 import (
 	"context"
 	"errors"
-	"fmt"
-	"reflect"
-	"runtime"
-	"strings"
 )
 
 // ErrNotMethod is the kind of error for a callback that cannot be named:
@@ -14,170 +10,29 @@ import (
 // callbacks work in memory but cannot be persisted (JOBDIR, shared queues).
 var ErrNotMethod = errors.New("callback is not a method of the spider")
 
-var (
-	callbackType = reflect.TypeOf(Callback(nil))
-	errbackType  = reflect.TypeOf(Errback(nil))
-)
-
-// FuncName returns the name under which fn (a Callback or Errback) can be
-// found again on sp: the method name for a method value such as s.ParseBook
-// (methods promoted from an embedded struct included). It returns "" for
-// nil, and an error wrapping ErrNotMethod for closures, plain functions and
-// methods of other types.
-func FuncName(sp Spider, fn any) (string, error) {
-	v := reflect.ValueOf(fn)
-	if !v.IsValid() || v.Kind() != reflect.Func {
-		return "", fmt.Errorf("%w: %T is not a function", ErrNotMethod, fn)
-	}
-	if v.IsNil() {
-		return "", nil
-	}
-	full := runtime.FuncForPC(v.Pointer()).Name()
-	// A method value compiles to a wrapper named "pkg.(*T).Method-fm" or
-	// "pkg.T.Method-fm" (T being the type that declares the method).
-	name, ok := strings.CutSuffix(full, "-fm")
-	if !ok {
-		return "", fmt.Errorf("%w: %s (use a method value such as s.Parse, not a closure or a plain function)", ErrNotMethod, full)
-	}
-	dot := strings.LastIndexByte(name, '.')
-	method, recv := name[dot+1:], receiverID(name[:dot])
-	spType := reflect.TypeOf(sp)
-	if _, ok := spType.MethodByName(method); !ok || !declaresOrEmbeds(spType, recv) {
-		return "", fmt.Errorf("%w: %s is not a method of %s", ErrNotMethod, full, spType)
-	}
-	return method, nil
-}
-
-// receiverID turns "pkg/path.(*T[...])" or "pkg/path.T" into "pkg/path.T".
-func receiverID(recv string) string {
-	recv = strings.Replace(recv, "(*", "", 1)
-	recv = strings.TrimSuffix(recv, ")")
-	if i := strings.Index(recv, "["); i >= 0 {
-		recv = recv[:i]
-	}
-	return recv
-}
-
-// typeID returns "pkg/path.T" for a named type (or pointer to one).
-func typeID(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	name := t.Name()
-	if i := strings.Index(name, "["); i >= 0 {
-		name = name[:i]
-	}
-	return t.PkgPath() + "." + name
-}
-
-// declaresOrEmbeds reports whether t is the type recv or embeds it
-// (directly or through embedded structs), so that a method of recv is in
-// t's method set.
-func declaresOrEmbeds(t reflect.Type, recv string) bool {
-	seen := map[reflect.Type]bool{}
-	var walk func(t reflect.Type) bool
-	walk = func(t reflect.Type) bool {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if seen[t] {
-			return false
-		}
-		seen[t] = true
-		if typeID(t) == recv {
-			return true
-		}
-		if t.Kind() != reflect.Struct {
-			return false
-		}
-		for i := range t.NumField() {
-			if f := t.Field(i); f.Anonymous && walk(f.Type) {
-				return true
-			}
-		}
-		return false
-	}
-	return walk(t)
-}
-
-// ResolveCallback finds the Callback method called name on sp. "" means
-// sp.Parse.
-func ResolveCallback(sp Spider, name string) (Callback, error) {
-	if name == "" {
-		return sp.Parse, nil
-	}
-	m := reflect.ValueOf(sp).MethodByName(name)
-	if !m.IsValid() {
-		return nil, fmt.Errorf("spider %s has no callback method %q", sp.Name(), name)
-	}
-	if !m.Type().ConvertibleTo(callbackType) {
-		return nil, fmt.Errorf("spider %s method %s has type %s, want func(context.Context, *spider.Response, spider.Output) error", sp.Name(), name, m.Type())
-	}
-	return m.Convert(callbackType).Interface().(Callback), nil
-}
-
-// ResolveErrback finds the Errback method called name on sp; "" gives nil.
-func ResolveErrback(sp Spider, name string) (Errback, error) {
-	if name == "" {
-		return nil, nil
-	}
-	m := reflect.ValueOf(sp).MethodByName(name)
-	if !m.IsValid() {
-		return nil, fmt.Errorf("spider %s has no errback method %q", sp.Name(), name)
-	}
-	if !m.Type().ConvertibleTo(errbackType) {
-		return nil, fmt.Errorf("spider %s method %s has type %s, want func(context.Context, *spider.Request, error, spider.Output) error", sp.Name(), name, m.Type())
-	}
-	return m.Convert(errbackType).Interface().(Errback), nil
-}
-
-// Callbacks returns the callback and errback to use for req on sp,
-// resolving stored names when the functions are not set.
-func Callbacks(sp Spider, req *Request) (Callback, Errback, error) {
-	cb, eb := req.Callback, req.Errback
-	var err error
-	if cb == nil {
-		if cb, err = ResolveCallback(sp, req.CallbackName); err != nil {
-			return nil, nil, err
-		}
-	}
-	if eb == nil && req.ErrbackName != "" {
-		if eb, err = ResolveErrback(sp, req.ErrbackName); err != nil {
-			return nil, nil, err
-		}
-	}
-	return cb, eb, nil
-}
-
-// NameCallbacks fills req.CallbackName and req.ErrbackName from its
-// functions, for persistence. It fails with ErrNotMethod for closures.
-func NameCallbacks(sp Spider, req *Request) error {
-	if req.Callback != nil {
-		n, err := FuncName(sp, req.Callback)
-		if err != nil {
-			return fmt.Errorf("request %s: callback: %w", req, err)
-		}
-		if n == "Parse" {
-			n = ""
-		}
-		req.CallbackName = n
-	}
-	if req.Errback != nil {
-		n, err := FuncName(sp, req.Errback)
-		if err != nil {
-			return fmt.Errorf("request %s: errback: %w", req, err)
-		}
-		req.ErrbackName = n
-	}
-	return nil
-}
-
 type crawlerKey struct{}
 
 // WithCrawler returns a context carrying c; the engine gives callbacks such
 // a context.
 func WithCrawler(ctx context.Context, c *Crawler) context.Context {
 	return context.WithValue(ctx, crawlerKey{}, c)
+}
+
+type closeReasonKey struct{}
+
+// WithCloseReason returns a context carrying the reason a crawl ended; the
+// engine gives the Close methods of spiders and item pipelines such a
+// context.
+func WithCloseReason(ctx context.Context, reason string) context.Context {
+	return context.WithValue(ctx, closeReasonKey{}, reason)
+}
+
+// CloseReason returns why the crawl ended ("finished", "shutdown",
+// "closespider_timeout", ...) in a Close method, or "" for a ctx that does
+// not carry one.
+func CloseReason(ctx context.Context) string {
+	r, _ := ctx.Value(closeReasonKey{}).(string)
+	return r
 }
 
 // CrawlerFrom returns the crawler running the callback that received ctx,

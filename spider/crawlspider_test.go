@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocrawl/gocrawl/internal/callbacks"
+
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/spider/linkextract"
 )
@@ -72,7 +74,7 @@ type sent struct {
 	errback  bool
 }
 
-func requests(out *spider.Collector) []sent {
+func requests(out *spider.Recorder) []sent {
 	var s []sent
 	for _, r := range out.Requests {
 		s = append(s, sent{r.URL.Path, r.Get(spider.MetaRule), r.Depth, r.Priority, r.Errback != nil})
@@ -83,7 +85,7 @@ func requests(out *spider.Collector) []sent {
 func TestCrawlSpiderStartPage(t *testing.T) {
 	s := newShop()
 	req := spider.MustRequest("https://shop.example/", nil)
-	var out spider.Collector
+	var out spider.Recorder
 	if err := s.Parse(context.Background(), htmlResponse(req, shopPage), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -105,12 +107,12 @@ func TestCrawlSpiderStartPage(t *testing.T) {
 		if r.Get(spider.MetaRule) == nil {
 			want = "FollowRules"
 		}
-		name, err := spider.FuncName(s, r.Callback)
+		name, err := callbacks.FuncName(s, r.Callback)
 		if err != nil || name != want {
 			t.Errorf("%s: callback %q, %v; want the persistable %s", r.URL, name, err, want)
 		}
 		if r.Errback != nil {
-			if name, err := spider.FuncName(s, r.Errback); err != nil || name != "ErrbackRule" {
+			if name, err := callbacks.FuncName(s, r.Errback); err != nil || name != "ErrbackRule" {
 				t.Errorf("%s: errback %q, %v", r.URL, name, err)
 			}
 		}
@@ -127,7 +129,7 @@ func TestCrawlSpiderRuleResponses(t *testing.T) {
 	}
 
 	// A callback rule without Follow: callback only, no links.
-	var out spider.Collector
+	var out spider.Recorder
 	if err := s.ParseRule(ctx, htmlResponse(rule("/product/1", 0, 1), shopPage), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +139,11 @@ func TestCrawlSpiderRuleResponses(t *testing.T) {
 
 	// A follow-only rule below its MaxDepth: every rule applies. Such a
 	// rule's requests go to FollowRules, but ParseRule does the same.
-	out = spider.Collector{}
+	out = spider.Recorder{}
 	if err := s.ParseRule(ctx, htmlResponse(rule("/cat/1", 1, 1), shopPage), &out); err != nil {
 		t.Fatal(err)
 	}
-	var viaFollow spider.Collector
+	var viaFollow spider.Recorder
 	if err := s.FollowRules(ctx, htmlResponse(rule("/cat/1", 1, 1), shopPage), &viaFollow); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +155,7 @@ func TestCrawlSpiderRuleResponses(t *testing.T) {
 	}
 
 	// At its MaxDepth rule 1 stops, so nav links are left to the others.
-	out = spider.Collector{}
+	out = spider.Recorder{}
 	if err := s.ParseRule(ctx, htmlResponse(rule("/cat/2", 1, 2), shopPage), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +166,7 @@ func TestCrawlSpiderRuleResponses(t *testing.T) {
 	}
 
 	// A rule with both: the callback error is returned after following.
-	out = spider.Collector{}
+	out = spider.Recorder{}
 	err := s.ParseRule(ctx, htmlResponse(rule("/help/broken", 2, 1), shopPage), &out)
 	if err == nil || !strings.Contains(err.Error(), "no price") {
 		t.Errorf("err = %v", err)
@@ -185,7 +187,7 @@ func TestCrawlSpiderRuleResponses(t *testing.T) {
 	// another number type.
 	for _, v := range []any{int64(2), float64(2)} {
 		r := spider.MustRequest("https://shop.example/help", nil).Set(spider.MetaRule, v)
-		if err := s.ParseRule(ctx, htmlResponse(r, "<p>help</p>"), &spider.Collector{}); err != nil {
+		if err := s.ParseRule(ctx, htmlResponse(r, "<p>help</p>"), &spider.Recorder{}); err != nil {
 			t.Errorf("rule %T: %v", v, err)
 		}
 	}
@@ -198,11 +200,11 @@ func TestCrawlSpiderUnknownRule(t *testing.T) {
 		if v != nil {
 			r.Set(spider.MetaRule, v)
 		}
-		err := s.ParseRule(context.Background(), htmlResponse(r, shopPage), &spider.Collector{})
+		err := s.ParseRule(context.Background(), htmlResponse(r, shopPage), &spider.Recorder{})
 		if !errors.Is(err, spider.ErrNoRule) || !strings.Contains(err.Error(), "3 rules") {
 			t.Errorf("rule %v: err = %v", v, err)
 		}
-		if err := s.ErrbackRule(context.Background(), r, errors.New("x"), &spider.Collector{}); !errors.Is(err, spider.ErrNoRule) {
+		if err := s.ErrbackRule(context.Background(), r, errors.New("x"), &spider.Recorder{}); !errors.Is(err, spider.ErrNoRule) {
 			t.Errorf("errback, rule %v: err = %v", v, err)
 		}
 	}
@@ -223,7 +225,7 @@ func TestCrawlSpiderHooks(t *testing.T) {
 			return req
 		},
 	}}
-	var out spider.Collector
+	var out spider.Recorder
 	if err := s.Parse(context.Background(), htmlResponse(spider.MustRequest("https://shop.example/", nil), shopPage), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +247,7 @@ func TestCrawlSpiderNonHTMLAndNoRules(t *testing.T) {
 	req := spider.MustRequest("https://shop.example/data.json", nil).Set(spider.MetaRule, 2)
 	res := &spider.Response{URL: req.URL, Status: 200, Request: req, Body: []byte(`{"a":1}`),
 		Header: http.Header{"Content-Type": {"application/json"}}}
-	var out spider.Collector
+	var out spider.Recorder
 	if err := s.ParseRule(context.Background(), res, &out); err != nil {
 		t.Fatalf("a JSON response of a following rule: %v", err)
 	}
@@ -267,7 +269,7 @@ func TestCrawlSpiderFirstRuleWinsEvenWhenDropped(t *testing.T) {
 			ProcessRequest: func(*spider.Request, linkextract.Link, *spider.Response) *spider.Request { return nil }},
 		{},
 	}
-	var out spider.Collector
+	var out spider.Recorder
 	if err := s.Parse(context.Background(), htmlResponse(spider.MustRequest("https://shop.example/", nil), shopPage), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +291,7 @@ func TestCrawlSpiderSingleCallbackRule(t *testing.T) {
 		{Extractor: linkextract.MustNew(linkextract.Options{Allow: []string{"product"}}), Callback: s.ParseProduct, Errback: s.ProductFailed},
 		{Follow: true},
 	}
-	var out spider.Collector
+	var out spider.Recorder
 	if err := s.Parse(context.Background(), htmlResponse(spider.MustRequest("https://shop.example/", nil), shopPage), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +300,7 @@ func TestCrawlSpiderSingleCallbackRule(t *testing.T) {
 		if r.Meta != nil {
 			t.Errorf("%s has meta %v", r.URL, r.Meta)
 		}
-		cb, eb, err := spider.Callbacks(s, r)
+		cb, eb, err := callbacks.Callbacks(s, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,10 +308,10 @@ func TestCrawlSpiderSingleCallbackRule(t *testing.T) {
 			continue
 		}
 		products++
-		if err := cb(context.Background(), htmlResponse(r, "<p>product</p>"), &spider.Collector{}); err != nil {
+		if err := cb(context.Background(), htmlResponse(r, "<p>product</p>"), &spider.Recorder{}); err != nil {
 			t.Error(err)
 		}
-		if err := eb(context.Background(), r, errors.New("x"), &spider.Collector{}); err != nil {
+		if err := eb(context.Background(), r, errors.New("x"), &spider.Recorder{}); err != nil {
 			t.Error(err)
 		}
 	}

@@ -46,7 +46,7 @@ func Example_testACallback() {
 	res := &spider.Response{URL: req.URL, Status: 200, Request: req, Body: []byte(page),
 		Header: http.Header{"Content-Type": {"text/html; charset=utf-8"}}}
 
-	var out spider.Collector
+	var out spider.Recorder
 	if err := (&Quotes{}).Parse(context.Background(), res, &out); err != nil {
 		fmt.Println("error:", err)
 		return

@@ -43,8 +43,9 @@ func FuzzFollowLinks(f *testing.F) {
 		if err != nil {
 			return
 		}
-		reqs, _ := r.FollowAll(doc.Find("a, img"), nil)
-		for _, req := range reqs {
+		var out Recorder
+		out.FollowAll(r, doc.Find("a, img"), nil)
+		for _, req := range out.Requests {
 			if (req.URL.Scheme != "http" && req.URL.Scheme != "https") || req.URL.Host == "" || req.URL.Fragment != "" {
 				t.Fatalf("followed %q from %q", req.URL, html)
 			}

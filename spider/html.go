@@ -40,8 +40,14 @@ type HTMLHandler func(ctx context.Context, sel *goquery.Selection, res *Response
 // Handlers run in the order they were registered, each on its matches in
 // document order, all on one parse of the response (Response.Doc). Register
 // them before the crawl starts; running them is safe from many goroutines.
+// A selector that does not compile (or a nil handler) is not a panic: the
+// spider's Open reports it, naming the selector, and the crawl does not
+// start. Parse is the one way to run the handlers: use the method value
+// (s.HTMLHandlers.Parse) as the callback of a request or of a CrawlSpider
+// rule to run them there.
 type HTMLHandlers struct {
 	handlers []htmlHandler
+	errs     []error // registration errors, reported by Open and Parse
 }
 
 type htmlHandler struct {
@@ -50,39 +56,38 @@ type htmlHandler struct {
 	fn       HTMLHandler
 }
 
-// OnHTML registers fn for every element selector matches. It panics on an
-// invalid selector, like regexp.MustCompile, since selectors are written in
-// code; use AddHTML for selectors that come from users.
+// OnHTML registers fn for every element selector matches. An invalid
+// selector or a nil fn is recorded and reported by Open (so a crawl refuses
+// to start) and by Parse.
 func (h *HTMLHandlers) OnHTML(selector string, fn HTMLHandler) {
-	if err := h.AddHTML(selector, fn); err != nil {
-		panic(err)
-	}
-}
-
-// AddHTML registers fn for every element selector matches, or returns an
-// error naming an invalid selector.
-func (h *HTMLHandlers) AddHTML(selector string, fn HTMLHandler) error {
 	if fn == nil {
-		return fmt.Errorf("spider: OnHTML(%q): nil handler", selector)
+		h.errs = append(h.errs, fmt.Errorf("spider: OnHTML(%q): nil handler", selector))
+		return
 	}
 	m, err := cascadia.Compile(selector)
 	if err != nil {
-		return fmt.Errorf("spider: OnHTML(%q): invalid CSS selector: %w", selector, err)
+		h.errs = append(h.errs, fmt.Errorf("spider: OnHTML(%q): invalid CSS selector: %w", selector, err))
+		return
 	}
 	h.handlers = append(h.handlers, htmlHandler{selector: selector, match: m, fn: fn})
-	return nil
 }
 
-// Parse runs the handlers on res (see RunHTML).
-func (h *HTMLHandlers) Parse(ctx context.Context, res *Response, out Output) error {
-	return h.RunHTML(ctx, res, out)
+// Open implements Opener: it returns the errors of the OnHTML calls (an
+// invalid selector, a nil handler), so that a crawl of a spider with such
+// a mistake stops before it starts. A spider that embeds HTMLHandlers and
+// has an Open method of its own should call this one from it.
+func (h *HTMLHandlers) Open(ctx context.Context, c *Crawler) error {
+	return errors.Join(h.errs...)
 }
 
-// RunHTML runs every handler on its matches in res. A response that is not
+// Parse runs every handler on its matches in res. A response that is not
 // HTML runs none and is no error. Handler errors are joined, each naming
-// its selector; a failing handler does not stop the others. Call it from
-// any callback (a CrawlSpider rule's, say) to use the handlers there.
-func (h *HTMLHandlers) RunHTML(ctx context.Context, res *Response, out Output) error {
+// its selector; a failing handler does not stop the others. The errors of
+// the OnHTML calls, if any, are returned before anything runs.
+func (h *HTMLHandlers) Parse(ctx context.Context, res *Response, out Output) error {
+	if len(h.errs) > 0 {
+		return errors.Join(h.errs...)
+	}
 	if len(h.handlers) == 0 {
 		return nil
 	}

@@ -45,7 +45,7 @@ func TestHTMLHandlers(t *testing.T) {
 	body := `<h1>x</h1><div class="quote"><span>A</span></div><a class="more" href="/more">more</a>
 <div class="quote"><span>B</span></div><ul><li class="next"><a href="/page/2/">next</a></li></ul><h1>y</h1>`
 	req := spider.MustRequest("https://q.example/", nil)
-	var out spider.Collector
+	var out spider.Recorder
 	err := s.Parse(context.Background(), htmlResponse(req, body), &out)
 	if err == nil || strings.Count(err.Error(), `OnHTML("h1"): no title`) != 2 {
 		t.Errorf("err = %v; want both h1 failures, named", err)
@@ -79,7 +79,7 @@ func TestHTMLHandlersShareTheParse(t *testing.T) {
 		})
 	}
 	res := htmlResponse(spider.MustRequest("https://q.example/", nil), `<a href="/">a</a><p>p</p>`)
-	if err := h.RunHTML(context.Background(), res, &spider.Collector{}); err != nil {
+	if err := h.Parse(context.Background(), res, &spider.Recorder{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(docs) != 4 {
@@ -92,21 +92,35 @@ func TestHTMLHandlersShareTheParse(t *testing.T) {
 	}
 }
 
-func TestOnHTMLInvalidSelector(t *testing.T) {
-	var h spider.HTMLHandlers
+func TestOnHTMLMistakesStopTheCrawlAtOpen(t *testing.T) {
 	noop := func(context.Context, *goquery.Selection, *spider.Response, spider.Output) error { return nil }
-	if err := h.AddHTML("div[", noop); err == nil || !strings.Contains(err.Error(), `OnHTML("div[")`) {
-		t.Errorf("err = %v", err)
+	for _, tc := range []struct {
+		name, selector string
+		fn             spider.HTMLHandler
+		want           string
+	}{
+		{"invalid selector", "div[", noop, `OnHTML("div["): invalid CSS selector`},
+		{"nil handler", "div", nil, `OnHTML("div"): nil handler`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h spider.HTMLHandlers
+			h.OnHTML("p", noop)
+			h.OnHTML(tc.selector, tc.fn)
+			var _ spider.Opener = &h
+			if err := h.Open(context.Background(), nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Open: %v, want an error containing %s", err, tc.want)
+			}
+			res := htmlResponse(spider.MustRequest("https://q.example/", nil), `<p>p</p>`)
+			if err := h.Parse(context.Background(), res, &spider.Recorder{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Parse: %v, want an error containing %s", err, tc.want)
+			}
+		})
 	}
-	if err := h.AddHTML("div", nil); err == nil {
-		t.Error("nil handler accepted")
+	var ok spider.HTMLHandlers
+	ok.OnHTML("p", noop)
+	if err := ok.Open(context.Background(), nil); err != nil {
+		t.Errorf("Open with valid handlers: %v", err)
 	}
-	defer func() {
-		if r := recover(); r == nil || !strings.Contains(r.(error).Error(), "invalid CSS selector") {
-			t.Errorf("OnHTML with an invalid selector: recover() = %v", r)
-		}
-	}()
-	h.OnHTML("::", noop)
 }
 
 func TestExtractLinksAndFollowAll(t *testing.T) {
@@ -119,8 +133,10 @@ func TestExtractLinksAndFollowAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out spider.Collector
-	out.FollowAll(res, links, nil)
+	var out spider.Recorder
+	for _, l := range links {
+		out.Follow(res, l.URL, nil)
+	}
 	var got []string
 	for _, r := range out.Requests {
 		got = append(got, r.URL.String())

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/gocrawl/gocrawl/devtools/simsite"
 	"github.com/gocrawl/gocrawl/internal/cputime"
 	"github.com/gocrawl/gocrawl/spider"
@@ -54,12 +55,17 @@ func fresh(r *spider.Response) *spider.Response {
 // counter is an Output that counts requests.
 type counter struct{ n atomic.Int64 }
 
-func (c *counter) Item(any)                                         {}
-func (c *counter) Request(*spider.Request)                          { c.n.Add(1) }
-func (c *counter) Follow(*spider.Response, string, spider.Callback) {}
-func (c *counter) FollowAll(res *spider.Response, refs any, cb spider.Callback) {
-	reqs, _ := res.FollowAll(refs, cb)
-	c.n.Add(int64(len(reqs)))
+func (c *counter) Item(any)                {}
+func (c *counter) Request(*spider.Request) { c.n.Add(1) }
+func (c *counter) Follow(res *spider.Response, ref string, cb spider.Callback) {
+	if req, err := res.NewRequest(ref, cb); err == nil {
+		c.Request(req)
+	}
+}
+func (c *counter) FollowAll(res *spider.Response, sel *goquery.Selection, cb spider.Callback) {
+	for _, ref := range spider.Hrefs(sel) {
+		c.Follow(res, ref, cb)
+	}
 }
 
 type benchCrawl struct{ spider.CrawlSpider }
@@ -177,7 +183,7 @@ func TestBenchRulesFindEveryLink(t *testing.T) {
 		resp.Body.Close()
 		req := spider.MustRequest(u, nil)
 		res := &spider.Response{URL: req.URL, Status: resp.StatusCode, Header: resp.Header, Body: body, Request: req}
-		var all, rules spider.Collector
+		var all, rules spider.Recorder
 		all.FollowAll(res, res.Find("a[href]"), nil)
 		if err := threeRules().FollowRules(context.Background(), res, &rules); err != nil {
 			t.Fatal(err)

@@ -2,15 +2,18 @@ package spider
 
 import (
 	"sync"
+
+	"github.com/PuerkitoBio/goquery"
 )
 
-// Collector is an Output that keeps everything in memory. Use it to test
+// Recorder is an Output that keeps everything in memory, as
+// httptest.ResponseRecorder keeps what a handler writes. Use it to test
 // callbacks without running a crawl:
 //
-//	var out spider.Collector
+//	var out spider.Recorder
 //	err := s.Parse(ctx, res, &out)
 //	// inspect out.Items, out.Requests, out.Errors
-type Collector struct {
+type Recorder struct {
 	mu       sync.Mutex
 	Items    []any
 	Requests []*Request
@@ -19,14 +22,14 @@ type Collector struct {
 }
 
 // Item records an item.
-func (c *Collector) Item(item any) {
+func (c *Recorder) Item(item any) {
 	c.mu.Lock()
 	c.Items = append(c.Items, item)
 	c.mu.Unlock()
 }
 
 // Request records a request.
-func (c *Collector) Request(req *Request) {
+func (c *Recorder) Request(req *Request) {
 	if req == nil {
 		return
 	}
@@ -36,8 +39,8 @@ func (c *Collector) Request(req *Request) {
 }
 
 // Follow records a request for ref, or the error for an invalid link.
-func (c *Collector) Follow(res *Response, ref string, cb Callback) {
-	req, err := res.Follow(ref, cb)
+func (c *Recorder) Follow(res *Response, ref string, cb Callback) {
+	req, err := res.NewRequest(ref, cb)
 	if err != nil {
 		c.mu.Lock()
 		c.Errors = append(c.Errors, err)
@@ -47,13 +50,10 @@ func (c *Collector) Follow(res *Response, ref string, cb Callback) {
 	c.Request(req)
 }
 
-// FollowAll records requests for every link in refs.
-func (c *Collector) FollowAll(res *Response, refs any, cb Callback) {
-	reqs, errs := res.FollowAll(refs, cb)
-	for _, r := range reqs {
-		c.Request(r)
+// FollowAll records a request, or an error, for the link of every element
+// of sel (see Hrefs).
+func (c *Recorder) FollowAll(res *Response, sel *goquery.Selection, cb Callback) {
+	for _, ref := range Hrefs(sel) {
+		c.Follow(res, ref, cb)
 	}
-	c.mu.Lock()
-	c.Errors = append(c.Errors, errs...)
-	c.mu.Unlock()
 }

@@ -20,7 +20,7 @@ type Meta map[string]any
 
 // Request is one HTTP request a spider wants made.
 //
-// Create requests with NewRequest or Response.Follow; the zero Method means
+// Create requests with NewRequest or Response.NewRequest; the zero Method means
 // GET. A nil Callback means the spider's Parse method.
 type Request struct {
 	// URL is the absolute http or https URL to fetch.
@@ -115,8 +115,8 @@ func checkURL(u *url.URL, rawURL string) error {
 	return nil
 }
 
-// GetMethod returns the request method, GET when unset.
-func (r *Request) GetMethod() string {
+// EffectiveMethod returns the request method, GET when unset.
+func (r *Request) EffectiveMethod() string {
 	if r.Method == "" {
 		return http.MethodGet
 	}
@@ -137,7 +137,7 @@ func (r *Request) String() string {
 	if r == nil || r.URL == nil {
 		return "<nil request>"
 	}
-	return r.GetMethod() + " " + r.URL.String()
+	return r.EffectiveMethod() + " " + r.URL.String()
 }
 
 // Host returns the request's host with a non-default port ("example.com",

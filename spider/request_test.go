@@ -27,7 +27,7 @@ func TestNewRequestErrorsNameTheURL(t *testing.T) {
 		if tc.wantErr == "" {
 			if err != nil {
 				t.Errorf("NewRequest(%q): %v", tc.in, err)
-			} else if req.GetMethod() != "GET" || req.URL.Host == "" {
+			} else if req.EffectiveMethod() != "GET" || req.URL.Host == "" {
 				t.Errorf("NewRequest(%q) = %+v", tc.in, req)
 			}
 			continue

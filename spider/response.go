@@ -279,7 +279,7 @@ func (r *Response) Title() (string, error) {
 
 // ExtractLinks returns the links ex keeps in this response, in document
 // order: absolute http(s) URLs resolved against the page (or its <base
-// href>). Follow them with Output.FollowAll(res, links, cb). It returns
+// href>). Follow each with Output.Follow(res, link.URL, cb). It returns
 // Doc's error (wrapping ErrNotHTML) for a response that is not HTML.
 func (r *Response) ExtractLinks(ex *linkextract.Extractor) ([]linkextract.Link, error) {
 	doc, err := r.LinkDocument()
@@ -345,10 +345,13 @@ func (r *Response) join(ref string) (*url.URL, error) {
 	return u, nil
 }
 
-// Follow returns a request for ref resolved against the response URL, one
-// level deeper than the response's request. Links with other schemes
-// (mailto:, javascript:) give an error wrapping ErrInvalidURL.
-func (r *Response) Follow(ref string, cb Callback) (*Request, error) {
+// NewRequest returns a request for ref resolved against the response URL
+// (honouring <base href>), one level deeper than the response's request,
+// for a callback that sets more than the URL and the callback (Meta,
+// Priority, a method) before sending it with Output.Request. Links with
+// other schemes (mailto:, javascript:) give an error wrapping
+// ErrInvalidURL. Output.Follow is this and Output.Request in one call.
+func (r *Response) NewRequest(ref string, cb Callback) (*Request, error) {
 	u, err := r.join(ref)
 	if err != nil {
 		return nil, err
@@ -363,56 +366,34 @@ func (r *Response) Follow(ref string, cb Callback) (*Request, error) {
 	return req, nil
 }
 
-// Links returns the links in refs, the argument of FollowAll: a []string
-// or a single string of hrefs, a *goquery.Selection whose elements' href
-// (or, without one, src) attributes are used, the []linkextract.Link of
-// ExtractLinks, or nil. Any other type is an error.
-func Links(refs any) ([]string, error) {
-	switch v := refs.(type) {
-	case []string:
-		return v, nil
-	case string:
-		return []string{v}, nil
-	case *goquery.Selection:
-		var links []string
-		v.Each(func(_ int, s *goquery.Selection) {
-			if h, ok := s.Attr("href"); ok {
-				links = append(links, h)
-			} else if h, ok := s.Attr("src"); ok {
-				links = append(links, h)
-			}
-		})
-		return links, nil
-	case []linkextract.Link:
-		links := make([]string, len(v))
-		for i, l := range v {
-			links[i] = l.URL
-		}
-		return links, nil
-	case nil:
-		return nil, nil
+// Hrefs returns the link of every element of sel, in order: its href
+// attribute or, without one, its src attribute; elements with neither are
+// skipped. These are the links Output.FollowAll follows.
+func Hrefs(sel *goquery.Selection) []string {
+	if sel == nil {
+		return nil
 	}
-	return nil, fmt.Errorf("FollowAll: unsupported link source %T (want []string, *goquery.Selection or []linkextract.Link)", refs)
+	links := make([]string, 0, sel.Length())
+	for _, n := range sel.Nodes {
+		if h, ok := nodeHref(n); ok {
+			links = append(links, h)
+		}
+	}
+	return links
 }
 
-// FollowAll returns requests for every link in refs: a []string of hrefs,
-// a *goquery.Selection whose elements' href (or src) attributes are used,
-// or the []linkextract.Link of ExtractLinks.
-// Invalid links are returned as errors, valid ones as requests.
-func (r *Response) FollowAll(refs any, cb Callback) ([]*Request, []error) {
-	links, err := Links(refs)
-	if err != nil {
-		return nil, []error{err}
-	}
-	reqs := make([]*Request, 0, len(links))
-	var errs []error
-	for _, l := range links {
-		req, err := r.Follow(l, cb)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+// nodeHref returns n's href attribute or, without one, its src.
+func nodeHref(n *html.Node) (string, bool) {
+	src, hasSrc := "", false
+	for _, a := range n.Attr {
+		switch a.Key {
+		case "href":
+			return a.Val, true
+		case "src":
+			if !hasSrc {
+				src, hasSrc = a.Val, true
+			}
 		}
-		reqs = append(reqs, req)
 	}
-	return reqs, errs
+	return src, hasSrc
 }

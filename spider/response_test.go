@@ -92,7 +92,7 @@ func TestResponseDocNotHTML(t *testing.T) {
 				t.Errorf("Find on non-HTML found %d nodes", n)
 			}
 			// Follow still works against the response URL.
-			if req, err := r.Follow("y", nil); err != nil || req.URL.String() != "http://example.com/y" {
+			if req, err := r.NewRequest("y", nil); err != nil || req.URL.String() != "http://example.com/y" {
 				t.Errorf("Follow on non-HTML = %v, %v", req, err)
 			}
 		})
@@ -156,7 +156,7 @@ func TestURLJoinAndFollow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newResponse(t, tc.pageURL, "text/html", []byte(strings.Replace(page, "%s", tc.head, 1)))
-			req, err := r.Follow(tc.ref, nil)
+			req, err := r.NewRequest(tc.ref, nil)
 			if tc.wantErr {
 				if !errors.Is(err, ErrInvalidURL) {
 					t.Fatalf("Follow(%q) error = %v, want ErrInvalidURL", tc.ref, err)
@@ -192,39 +192,36 @@ func TestFollowAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs, errs := r.FollowAll(doc.Find("a, img"), nil)
+	if got, want := strings.Join(Hrefs(doc.Find("a, img")), " "), "a /b#x mailto:x@y i.png"; got != want {
+		t.Errorf("Hrefs = %q, want %q (href, else src; elements with neither skipped)", got, want)
+	}
+	if Hrefs(nil) != nil {
+		t.Error("Hrefs(nil) is not empty")
+	}
+	var out Recorder
+	out.FollowAll(r, doc.Find("a, img"), nil)
 	var got []string
-	for _, q := range reqs {
+	for _, q := range out.Requests {
 		got = append(got, q.URL.String())
 	}
 	want := "http://example.com/dir/a http://example.com/b http://example.com/dir/i.png"
 	if strings.Join(got, " ") != want {
 		t.Errorf("FollowAll(selection) = %v, want %s", got, want)
 	}
-	if len(errs) != 1 || !errors.Is(errs[0], ErrInvalidURL) {
-		t.Errorf("errors = %v, want one ErrInvalidURL for mailto:", errs)
-	}
-
-	reqs, errs = r.FollowAll([]string{"x", "javascript:go()", "/y"}, nil)
-	if len(reqs) != 2 || len(errs) != 1 {
-		t.Errorf("FollowAll([]string) = %d requests, %d errors; want 2, 1", len(reqs), len(errs))
-	}
-	if reqs, errs = r.FollowAll(nil, nil); len(reqs)+len(errs) != 0 {
-		t.Error("FollowAll(nil) produced something")
-	}
-	if _, errs = r.FollowAll(42, nil); len(errs) != 1 || !strings.Contains(errs[0].Error(), "int") {
-		t.Errorf("FollowAll(42) errors = %v, want one naming the type", errs)
+	if len(out.Errors) != 1 || !errors.Is(out.Errors[0], ErrInvalidURL) {
+		t.Errorf("errors = %v, want one ErrInvalidURL for mailto:", out.Errors)
 	}
 }
 
-func TestCollectorRecordsFollowErrors(t *testing.T) {
+func TestRecorderRecordsFollowErrors(t *testing.T) {
 	r := newResponse(t, "http://example.com/", "text/html", []byte("<p>"))
-	var c Collector
+	var c Recorder
 	c.Follow(r, "ok", nil)
 	c.Follow(r, "mailto:x@y", nil)
-	c.FollowAll(r, []string{"a", "javascript:x"}, nil)
+	c.Follow(r, "a", nil)
+	c.Follow(r, "javascript:x", nil)
 	c.Item(map[string]any{"k": 1})
 	if len(c.Requests) != 2 || len(c.Errors) != 2 || len(c.Items) != 1 {
-		t.Errorf("collector: %d requests, %d errors, %d items; want 2, 2, 1", len(c.Requests), len(c.Errors), len(c.Items))
+		t.Errorf("recorder: %d requests, %d errors, %d items; want 2, 2, 1", len(c.Requests), len(c.Errors), len(c.Items))
 	}
 }

@@ -47,7 +47,7 @@ func TestFollowRulesScanOrParse(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &CrawlSpider{Rules: []Rule{tt.rule}}
 			res := scanResponse(t, "text/html; charset=utf-8", scanPage)
-			var out Collector
+			var out Recorder
 			if err := c.FollowRules(context.Background(), res, &out); err != nil {
 				t.Fatal(err)
 			}

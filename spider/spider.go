@@ -27,11 +27,32 @@
 //
 // The engine calls Start lazily: a spider with a million start URLs only
 // materialises the ones the scheduler has room for.
+//
+// # Optional interfaces
+//
+// A spider changes how it is run by having more methods. The rule for
+// where each interface lives: the general ones (settings, arguments, life
+// cycle, allowed domains) are in this package; those that only one
+// optional component reads live with that component, next to the settings
+// they stand in for.
+//
+//   - SettingsProvider (Settings), ArgsReceiver (SetArgs), Opener (Open),
+//     Closer (Close), AllowedDomainser (AllowedDomains): this package.
+//   - middleware.BasicAuther (BasicAuth), middleware.HTTPStatusLister
+//     (HandleHTTPStatusList), middleware.BanChecker (IsBanned): read by the
+//     HttpAuth, HttpError/Redirect and ProxyPool/Sessions middlewares.
+//   - render.PageActor (PageActions): read by the headless browser download
+//     handler (package downloader/render).
+//
+// Close(ctx) error is the signature of every component a crawl closes:
+// spiders, item pipelines and downloader middlewares.
 package spider
 
 import (
 	"context"
 	"iter"
+
+	"github.com/PuerkitoBio/goquery"
 )
 
 // Spider is a crawl: a name, start requests and the default callback.
@@ -69,14 +90,14 @@ type Output interface {
 	Item(item any)
 	// Request schedules a new request. A nil request is ignored.
 	Request(req *Request)
-	// Follow schedules a request for ref resolved against res's URL; an
-	// invalid link is logged and counted, never fatal.
+	// Follow schedules a request for ref (an href, relative or absolute)
+	// resolved against res's URL; an invalid link is logged and counted,
+	// never fatal. It is Request(res.NewRequest(ref, cb)) with the error
+	// reported.
 	Follow(res *Response, ref string, cb Callback)
-	// FollowAll schedules a request for every link in refs, which may be
-	// href/src strings, a *goquery.Selection whose elements' href (or src)
-	// attributes are used, or the []linkextract.Link of
-	// Response.ExtractLinks.
-	FollowAll(res *Response, refs any, cb Callback)
+	// FollowAll follows, as Follow does, the link of every element of sel:
+	// its href attribute or, without one, its src (see Hrefs).
+	FollowAll(res *Response, sel *goquery.Selection, cb Callback)
 }
 
 // SettingsProvider is implemented by spiders that set their own settings.
@@ -99,10 +120,15 @@ type Opener interface {
 	Open(ctx context.Context, c *Crawler) error
 }
 
-// Closer is implemented by spiders that clean up when the crawl ends;
-// reason says why ("finished", "shutdown", "closespider_timeout", ...).
+// Closer is implemented by spiders that clean up when the crawl ends.
+// CloseReason(ctx) says why it ended ("finished", "shutdown",
+// "closespider_timeout", ...). Close(ctx) error is the one signature of
+// every component that is closed at the end of a crawl: spiders, item
+// pipelines (pipeline.Closer) and downloader middlewares
+// (middleware.Closer). Storage handles (a session store, the HTTP cache's
+// store, a job directory) are io.Closers, closed by what opened them.
 type Closer interface {
-	Close(ctx context.Context, reason string) error
+	Close(ctx context.Context) error
 }
 
 // AllowedDomainser is implemented by spiders that restrict the crawl to

@@ -36,8 +36,8 @@ func NewDefaultManager(cfg *Config, dns *dnscache.Cache) *DefaultManager {
 	return &DefaultManager{Config: cfg, PerIP: cfg.PerIP > 0, DNS: dns}
 }
 
-// GetScopes implements Manager.
-func (m *DefaultManager) GetScopes(ctx context.Context, req *spider.Request) (Scopes, error) {
+// Scopes implements Manager.
+func (m *DefaultManager) Scopes(ctx context.Context, req *spider.Request) (Scopes, error) {
 	host := req.Host()
 	sc := Scopes{{Name: host}}
 	if m.PerIP && m.DNS != nil {
@@ -61,11 +61,11 @@ func (m *DefaultManager) ResponseDelay(res *spider.Response) time.Duration {
 	return ServerDelay(res.Header, c.Now(), m.Config.Backoff.MaxDelay)
 }
 
-// GetResponseBackoff implements Manager. Besides triggers, it gives the
+// ResponseBackoff implements Manager. Besides triggers, it gives the
 // response's RateLimit headers (ParseRateLimit), on any response, to the
 // request's host scope (Request.Host, like a robots.txt Crawl-delay): they
 // describe the host's limit, not that of custom scopes.
-func (m *DefaultManager) GetResponseBackoff(ctx context.Context, res *spider.Response, scopes Scopes) (Feedback, error) {
+func (m *DefaultManager) ResponseBackoff(ctx context.Context, res *spider.Response, scopes Scopes) (Feedback, error) {
 	var fb Feedback
 	var delay time.Duration = -1
 	for _, s := range scopes {
@@ -94,8 +94,8 @@ func (m *DefaultManager) GetResponseBackoff(ctx context.Context, res *spider.Res
 	return fb, nil
 }
 
-// GetExceptionBackoff implements Manager.
-func (m *DefaultManager) GetExceptionBackoff(ctx context.Context, req *spider.Request, err error, scopes Scopes) (Feedback, error) {
+// ExceptionBackoff implements Manager.
+func (m *DefaultManager) ExceptionBackoff(ctx context.Context, req *spider.Request, err error, scopes Scopes) (Feedback, error) {
 	var fb Feedback
 	for _, s := range scopes {
 		b := m.backoffOf(s.Name)

@@ -30,16 +30,16 @@ type CostManager struct {
 	*throttling.DefaultManager
 }
 
-func (m *CostManager) GetScopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
-	scopes, err := m.DefaultManager.GetScopes(ctx, req)
+func (m *CostManager) Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
+	scopes, err := m.DefaultManager.Scopes(ctx, req)
 	if err != nil || req.Host() != "api.toscrape.com" {
 		return scopes, err
 	}
 	return throttling.AddScope(scopes, "cost", estimateCost(req)), nil
 }
 
-func (m *CostManager) GetResponseBackoff(ctx context.Context, res *spider.Response, scopes throttling.Scopes) (throttling.Feedback, error) {
-	fb, err := m.DefaultManager.GetResponseBackoff(ctx, res, scopes)
+func (m *CostManager) ResponseBackoff(ctx context.Context, res *spider.Response, scopes throttling.Scopes) (throttling.Feedback, error) {
+	fb, err := m.DefaultManager.ResponseBackoff(ctx, res, scopes)
 	actual, perr := strconv.ParseFloat(res.Header.Get("X-Actual-Cost"), 64)
 	if err != nil || perr != nil {
 		return fb, err

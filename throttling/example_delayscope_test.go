@@ -36,21 +36,13 @@ func Example_delayScope() {
 	ctx := spider.WithCrawler(context.Background(), crawler)
 	req := spider.MustRequest("https://example.com/", nil)
 	res := &spider.Response{URL: req.URL, Status: 200, Body: []byte("<p>We are under maintenance</p>"), Request: req}
-	var out collect
+	var out spider.Recorder
 	_ = (&MaintenanceSpider{}).Parse(ctx, res, &out)
 
 	scopes, _ := t.Scopes(ctx, req)
-	fmt.Println("requests out:", len(out.reqs))
+	fmt.Println("requests out:", len(out.Requests))
 	fmt.Println("wait:", t.Wait(time.Now(), scopes).Round(time.Minute))
 	// Output:
 	// requests out: 1
 	// wait: 10m0s
 }
-
-// collect is a minimal spider.Output.
-type collect struct{ reqs []*spider.Request }
-
-func (c *collect) Item(any)                                         {}
-func (c *collect) Request(r *spider.Request)                        { c.reqs = append(c.reqs, r) }
-func (c *collect) Follow(*spider.Response, string, spider.Callback) {}
-func (c *collect) FollowAll(*spider.Response, any, spider.Callback) {}

@@ -17,9 +17,9 @@ type EndpointManager struct {
 	*throttling.DefaultManager
 }
 
-func (m *EndpointManager) GetScopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
+func (m *EndpointManager) Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
 	if req.Host() != "api.toscrape.com" {
-		return m.DefaultManager.GetScopes(ctx, req)
+		return m.DefaultManager.Scopes(ctx, req)
 	}
 	return throttling.Scopes{{Name: req.Host() + req.URL.Path}}, nil
 }

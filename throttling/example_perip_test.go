@@ -18,8 +18,8 @@ type IPManager struct {
 	Resolver *net.Resolver
 }
 
-func (m *IPManager) GetScopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
-	scopes, err := m.DefaultManager.GetScopes(ctx, req)
+func (m *IPManager) Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
+	scopes, err := m.DefaultManager.Scopes(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -30,11 +30,11 @@ type SubdomainManager struct {
 	*throttling.DefaultManager
 }
 
-func (m *SubdomainManager) GetScopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
+func (m *SubdomainManager) Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
 	host := req.URL.Hostname()
 	reg := throttling.RegistrableDomain(host)
 	if reg == host || !strings.HasSuffix(host, "."+reg) {
-		return m.DefaultManager.GetScopes(ctx, req)
+		return m.DefaultManager.Scopes(ctx, req)
 	}
 	scopes := throttling.AddScope(nil, reg, 0)
 	parts := strings.Split(strings.TrimSuffix(host, "."+reg), ".")

@@ -20,8 +20,8 @@ type ScrapingAPIManager struct {
 	*throttling.DefaultManager
 }
 
-func (m *ScrapingAPIManager) GetScopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
-	scopes, err := m.DefaultManager.GetScopes(ctx, req)
+func (m *ScrapingAPIManager) Scopes(ctx context.Context, req *spider.Request) (throttling.Scopes, error) {
+	scopes, err := m.DefaultManager.Scopes(ctx, req)
 	if err != nil || req.Host() != "api.toscrape.com" {
 		return scopes, err
 	}
@@ -32,16 +32,16 @@ func (m *ScrapingAPIManager) GetScopes(ctx context.Context, req *spider.Request)
 	return throttling.AddScope(scopes, spider.HostKey(target), 0), nil
 }
 
-func (m *ScrapingAPIManager) GetResponseBackoff(ctx context.Context, res *spider.Response, scopes throttling.Scopes) (throttling.Feedback, error) {
+func (m *ScrapingAPIManager) ResponseBackoff(ctx context.Context, res *spider.Response, scopes throttling.Scopes) (throttling.Feedback, error) {
 	if res.Request.Host() != "api.toscrape.com" || res.Status != http.StatusOK {
-		return m.DefaultManager.GetResponseBackoff(ctx, res, scopes)
+		return m.DefaultManager.ResponseBackoff(ctx, res, scopes)
 	}
 	upstream, err := strconv.Atoi(res.Header.Get("X-Upstream-Status-Code"))
 	if err != nil {
 		upstream = http.StatusOK
 	}
 	wrapped := &spider.Response{URL: res.URL, Status: upstream, Header: res.Header, Body: res.Body, Request: res.Request}
-	fb, err := m.DefaultManager.GetResponseBackoff(ctx, wrapped, scopes)
+	fb, err := m.DefaultManager.ResponseBackoff(ctx, wrapped, scopes)
 	delete(fb, "api.toscrape.com") // the API answered; only the target site is unhappy
 	return fb, err
 }
@@ -68,7 +68,7 @@ func Example_webScrapingAPIScopes() {
 	scopes, _ := t.Scopes(context.Background(), req)
 	res := &spider.Response{URL: req.URL, Status: 200, Request: req,
 		Header: http.Header{"X-Upstream-Status-Code": {"429"}}}
-	fb, _ := t.Manager().GetResponseBackoff(context.Background(), res, scopes)
+	fb, _ := t.Manager().ResponseBackoff(context.Background(), res, scopes)
 	for _, s := range scopes {
 		fmt.Printf("%s: trigger %v\n", s.Name, fb[s.Name].Trigger)
 	}

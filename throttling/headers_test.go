@@ -107,7 +107,7 @@ func TestDefaultManagerResponseBackoff(t *testing.T) {
 			if tt.ra != "" {
 				res.Header.Set("Retry-After", tt.ra)
 			}
-			fb, err := m.GetResponseBackoff(context.Background(), res, scopesOf(tt.scope))
+			fb, err := m.ResponseBackoff(context.Background(), res, scopesOf(tt.scope))
 			if err != nil {
 				t.Fatal(err)
 			}

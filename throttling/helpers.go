@@ -35,9 +35,9 @@ func Trigger(delay time.Duration) FeedbackOption {
 // UpdateScopeBackoff returns fb with the entry of scope changed by opts,
 // creating fb and the entry as needed. It is the Go form of the
 // update_scope_backoff helper of Scrapy's throttling design (PR #6931),
-// for use in GetResponseBackoff:
+// for use in ResponseBackoff:
 //
-//	fb, err := m.DefaultManager.GetResponseBackoff(ctx, res, scopes)
+//	fb, err := m.DefaultManager.ResponseBackoff(ctx, res, scopes)
 //	return throttling.UpdateScopeBackoff(fb, "cost", throttling.Consumed(actual-estimated)), err
 func UpdateScopeBackoff(fb Feedback, scope string, opts ...FeedbackOption) Feedback {
 	if fb == nil {
@@ -51,13 +51,13 @@ func UpdateScopeBackoff(fb Feedback, scope string, opts ...FeedbackOption) Feedb
 	return fb
 }
 
-// CacheScopes wraps m so that GetScopes runs once per request: later calls
+// CacheScopes wraps m so that Scopes runs once per request: later calls
 // with the same *spider.Request return the first answer. It is the Go form
 // of the scope_cache decorator of Scrapy's throttling design (PR #6931);
-// use it when GetScopes is costly
+// use it when Scopes is costly
 // (parsing, lookups) or must stay stable for a request. Entries go away
 // with their request (weak references), so the cache never grows with the
-// crawl. GetResponseBackoff and GetExceptionBackoff pass through.
+// crawl. ResponseBackoff and ExceptionBackoff pass through.
 func CacheScopes(m Manager) Manager {
 	return &scopeCache{Manager: m, cache: map[weak.Pointer[spider.Request]]Scopes{}}
 }
@@ -68,7 +68,7 @@ type scopeCache struct {
 	cache map[weak.Pointer[spider.Request]]Scopes
 }
 
-func (c *scopeCache) GetScopes(ctx context.Context, req *spider.Request) (Scopes, error) {
+func (c *scopeCache) Scopes(ctx context.Context, req *spider.Request) (Scopes, error) {
 	key := weak.Make(req)
 	c.mu.Lock()
 	sc, ok := c.cache[key]
@@ -76,7 +76,7 @@ func (c *scopeCache) GetScopes(ctx context.Context, req *spider.Request) (Scopes
 	if ok {
 		return sc, nil
 	}
-	sc, err := c.Manager.GetScopes(ctx, req)
+	sc, err := c.Manager.Scopes(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -14,9 +14,9 @@ type countingManager struct {
 	calls int
 }
 
-func (m *countingManager) GetScopes(ctx context.Context, req *spider.Request) (Scopes, error) {
+func (m *countingManager) Scopes(ctx context.Context, req *spider.Request) (Scopes, error) {
 	m.calls++
-	return m.DefaultManager.GetScopes(ctx, req)
+	return m.DefaultManager.Scopes(ctx, req)
 }
 
 func TestCacheScopesOncePerRequest(t *testing.T) {
@@ -26,20 +26,20 @@ func TestCacheScopesOncePerRequest(t *testing.T) {
 	ctx := context.Background()
 	a := spider.MustRequest("https://a.example/", nil)
 	for range 3 {
-		if sc, _ := m.GetScopes(ctx, a); sc[0].Name != "a.example" {
+		if sc, _ := m.Scopes(ctx, a); sc[0].Name != "a.example" {
 			t.Fatalf("scopes %v", sc)
 		}
 	}
 	b := spider.MustRequest("https://a.example/", nil)
-	m.GetScopes(ctx, b)
+	m.Scopes(ctx, b)
 	if inner.calls != 2 {
-		t.Fatalf("inner GetScopes called %d times for 2 requests, want 2", inner.calls)
+		t.Fatalf("inner Scopes called %d times for 2 requests, want 2", inner.calls)
 	}
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(b)
 	// Entries go away with their requests.
 	for range 100 {
-		m.GetScopes(ctx, spider.MustRequest("https://x.example/", nil))
+		m.Scopes(ctx, spider.MustRequest("https://x.example/", nil))
 	}
 	c := m.(*scopeCache)
 	deadline := time.Now().Add(5 * time.Second)

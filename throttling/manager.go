@@ -96,15 +96,15 @@ type BackoffSignal struct {
 // THROTTLING_MANAGER to the registered name of your implementation. Embed
 // *DefaultManager to change one aspect and keep the rest.
 type Manager interface {
-	// GetScopes returns the scopes of req. The throttler asks it only for
+	// Scopes returns the scopes of req. The throttler asks it only for
 	// requests without a "throttling_scopes" meta: the meta, when set, is
 	// the request's whole set of scopes.
-	GetScopes(ctx context.Context, req *spider.Request) (Scopes, error)
-	// GetResponseBackoff returns the feedback for a response of a request
+	Scopes(ctx context.Context, req *spider.Request) (Scopes, error)
+	// ResponseBackoff returns the feedback for a response of a request
 	// with the given scopes; nil means no feedback.
-	GetResponseBackoff(ctx context.Context, res *spider.Response, scopes Scopes) (Feedback, error)
-	// GetExceptionBackoff returns the feedback for a download error.
-	GetExceptionBackoff(ctx context.Context, req *spider.Request, err error, scopes Scopes) (Feedback, error)
+	ResponseBackoff(ctx context.Context, res *spider.Response, scopes Scopes) (Feedback, error)
+	// ExceptionBackoff returns the feedback for a download error.
+	ExceptionBackoff(ctx context.Context, req *spider.Request, err error, scopes Scopes) (Feedback, error)
 }
 
 // Feedback maps scope names to what one outcome means for each scope.

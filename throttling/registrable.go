@@ -35,9 +35,9 @@ type RegistrableDomainManager struct {
 	*DefaultManager
 }
 
-// GetScopes implements Manager.
-func (m *RegistrableDomainManager) GetScopes(ctx context.Context, req *spider.Request) (Scopes, error) {
-	sc, err := m.DefaultManager.GetScopes(ctx, req)
+// Scopes implements Manager.
+func (m *RegistrableDomainManager) Scopes(ctx context.Context, req *spider.Request) (Scopes, error) {
+	sc, err := m.DefaultManager.Scopes(ctx, req)
 	if err != nil {
 		return nil, err
 	}

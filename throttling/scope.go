@@ -47,9 +47,9 @@ func (s Scopes) Key() string {
 // AddScope returns scopes with name added (amounts add up when the scope is
 // already present), keeping the set sorted. It is the Go form of the
 // add_scope helper of Scrapy's throttling design (PR #6931), for use in
-// custom ThrottlingManager.GetScopes:
+// custom ThrottlingManager.Scopes:
 //
-//	scopes, err := m.Default.GetScopes(ctx, req)
+//	scopes, err := m.Default.Scopes(ctx, req)
 //	return throttling.AddScope(scopes, "cost", estimate(req)), err
 func AddScope(scopes Scopes, name string, amount float64) Scopes {
 	i, found := slices.BinarySearchFunc(scopes, name, func(a Scope, n string) int { return strings.Compare(a.Name, n) })

@@ -219,7 +219,7 @@ func (t *Throttler) Scopes(ctx context.Context, req *spider.Request) (Scopes, er
 		return nil, err
 	}
 	if sc == nil {
-		if sc, err = t.manager.GetScopes(ctx, req); err != nil {
+		if sc, err = t.manager.Scopes(ctx, req); err != nil {
 			return nil, err
 		}
 	}
@@ -394,9 +394,9 @@ func (t *Throttler) done(ctx context.Context, req *spider.Request, scopes Scopes
 	var ferr error
 	if !dontTrack(req) {
 		if err != nil {
-			fb, ferr = t.manager.GetExceptionBackoff(ctx, req, err, scopes)
+			fb, ferr = t.manager.ExceptionBackoff(ctx, req, err, scopes)
 		} else if res != nil {
-			fb, ferr = t.manager.GetResponseBackoff(ctx, res, scopes)
+			fb, ferr = t.manager.ResponseBackoff(ctx, res, scopes)
 		}
 	}
 	if ferr != nil {

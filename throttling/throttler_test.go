@@ -127,7 +127,7 @@ func TestExceptionTriggers(t *testing.T) {
 		{&downloader.Error{Kind: errkind.ResponseTooLarge, URL: "u", Err: errors.New("big")}, false},
 		{errors.New("other"), false},
 	} {
-		fb, err := th.Manager().GetExceptionBackoff(context.Background(), req, tt.err, sc)
+		fb, err := th.Manager().ExceptionBackoff(context.Background(), req, tt.err, sc)
 		if err != nil {
 			t.Fatal(err)
 		}

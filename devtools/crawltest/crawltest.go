@@ -75,7 +75,7 @@ func Run(t testing.TB, sp spider.Spider, opts Options) Result {
 		return item, nil
 	})
 	eo := opts.Engine
-	eo.Pipelines = append(slices.Clip(eo.Pipelines), pipeline.Named{Name: "collect", ItemPipeline: collect})
+	eo.Pipelines = append(slices.Clip(eo.Pipelines), pipeline.Named{Name: "collect", Stage: collect})
 	if opts.Log != nil {
 		eo.Log = zerolog.New(zerolog.SyncWriter(opts.Log)) // callbacks log from many goroutines
 	}

@@ -68,7 +68,7 @@ type Store interface {
 // sorted) and body. Headers are not part of it.
 func Fingerprint(req *spider.Request) string {
 	h := sha256.New()
-	io.WriteString(h, req.GetMethod())
+	io.WriteString(h, req.EffectiveMethod())
 	h.Write([]byte{0})
 	io.WriteString(h, CanonicalURL(req.URL))
 	h.Write([]byte{0})

@@ -20,7 +20,7 @@ import (
 const ItemsPipelineName = "RedisItems"
 
 func init() {
-	pipeline.Register(ItemsPipelineName, func(c *spider.Crawler) (pipeline.ItemPipeline, error) {
+	pipeline.Register(ItemsPipelineName, func(c *spider.Crawler) (pipeline.Stage, error) {
 		return NewItems(c)
 	})
 }
@@ -81,7 +81,7 @@ func (p *Items) Open(ctx context.Context, c *spider.Crawler) error {
 	return nil
 }
 
-// ProcessItem implements pipeline.ItemPipeline: the item is pushed and
+// ProcessItem implements pipeline.Stage: the item is pushed and
 // passed on unchanged.
 func (p *Items) ProcessItem(ctx context.Context, item any) (any, error) {
 	b, err := feed.EncodeItem(item)

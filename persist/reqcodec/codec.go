@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/gocrawl/gocrawl/internal/callbacks"
+
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -187,7 +189,7 @@ func (c Codec) Append(dst []byte, req *spider.Request) ([]byte, error) {
 
 // Decode parses an encoded request. Callback and Errback stay nil and
 // CallbackName/ErrbackName are set: the engine resolves them on the spider
-// (spider.Callbacks). Errors wrap ErrCodecVersion or ErrCorruptRecord.
+// (callbacks.Callbacks). Errors wrap ErrCodecVersion or ErrCorruptRecord.
 func (c Codec) Decode(data []byte) (*spider.Request, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrCorruptRecord)
@@ -257,7 +259,7 @@ type funcResult struct {
 	err  error
 }
 
-// funcNames caches spider.FuncName, which costs a reflective method
+// funcNames caches callbacks.FuncName, which costs a reflective method
 // lookup: a crawl names the same few callbacks millions of times.
 var funcNames sync.Map // funcKey -> funcResult
 
@@ -270,7 +272,7 @@ func funcName(sp spider.Spider, fn any) (string, error) {
 	if r, ok := funcNames.Load(k); ok {
 		return r.(funcResult).name, r.(funcResult).err
 	}
-	name, err := spider.FuncName(sp, fn)
+	name, err := callbacks.FuncName(sp, fn)
 	funcNames.Store(k, funcResult{name, err})
 	return name, err
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocrawl/gocrawl/internal/callbacks"
+
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
 )
@@ -77,7 +79,7 @@ func TestCodecRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := tc.in.Clone()
-			if err := spider.NameCallbacks(sp, want); err != nil {
+			if err := callbacks.NameCallbacks(sp, want); err != nil {
 				t.Fatal(err)
 			}
 			want.Callback, want.Errback = nil, nil
@@ -91,7 +93,7 @@ func TestCodecRoundTrip(t *testing.T) {
 			// The restored request resolves its callbacks on the spider.
 			restored := got
 			restored.URL = tc.in.URL
-			if _, _, err := spider.Callbacks(sp, restored); err != nil {
+			if _, _, err := callbacks.Callbacks(sp, restored); err != nil {
 				t.Errorf("Callbacks: %v", err)
 			}
 		})

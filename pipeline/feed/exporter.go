@@ -49,7 +49,7 @@ type Options struct {
 }
 
 // Exporter writes items to one file in one format. It implements
-// pipeline.ItemPipeline, pipeline.Opener and pipeline.Closer; it is safe
+// pipeline.Stage, pipeline.Opener and pipeline.Closer; it is safe
 // for concurrent use. The file is opened by Open, not by New.
 type Exporter struct {
 	path string

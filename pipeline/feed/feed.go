@@ -1,7 +1,7 @@
 // Package feed writes scraped items to files as they arrive: JSON Lines
 // (.jsonl), a JSON array (.json) and CSV (.csv).
 //
-// An Exporter is an item pipeline (pipeline.ItemPipeline with Open and
+// An Exporter is an item pipeline (pipeline.Stage with Open and
 // Close), so a crawl passes it in engine.Options.Pipelines and every item
 // that survives the other pipelines is written. `gocrawl run -o FILE`
 // appends, -O overwrites; the FEEDS setting configures exports in

@@ -91,7 +91,7 @@ func OptionsFromSettings(s *settings.Settings, entry any) (Options, error) {
 func Pipelines(exs ...*Exporter) []pipeline.Named {
 	out := make([]pipeline.Named, len(exs))
 	for i, ex := range exs {
-		out[i] = pipeline.Named{Name: ex.Name(), ItemPipeline: ex}
+		out[i] = pipeline.Named{Name: ex.Name(), Stage: ex}
 	}
 	return out
 }

@@ -59,9 +59,9 @@ func (f *Filter) Dropped(req *spider.Request, fp Fingerprint) {
 	}
 	switch {
 	case f.debug:
-		f.log.Debug().Str("url", req.URL.String()).Str("method", req.GetMethod()).Str("fingerprint", fp.String()).Msg("filtered duplicate request")
+		f.log.Debug().Str("url", req.URL.String()).Str("method", req.EffectiveMethod()).Str("fingerprint", fp.String()).Msg("filtered duplicate request")
 	case f.logged.CompareAndSwap(false, true):
-		f.log.Info().Str("url", req.URL.Redacted()).Str("method", req.GetMethod()).
+		f.log.Info().Str("url", req.URL.Redacted()).Str("method", req.EffectiveMethod()).
 			Msg("filtered duplicate request; no more duplicates will be shown (see DUPEFILTER_DEBUG to show all duplicates)")
 	}
 }

@@ -16,7 +16,7 @@ import (
 // different headers are duplicates (set DontFilter on the request to send
 // it anyway).
 func Of(req *spider.Request) Fingerprint {
-	method := req.GetMethod()
+	method := req.EffectiveMethod()
 	var fp Fingerprint
 	// The usual request (a GET of a URL of a few dozen bytes) is hashed in
 	// one call from a buffer on the stack, the canonical URL written into

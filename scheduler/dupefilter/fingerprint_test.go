@@ -21,7 +21,7 @@ func TestFingerprintStream(t *testing.T) {
 			req.Method, req.Body = http.MethodPost, []byte(strings.Repeat("x", n))
 		}
 		h := sha256.New()
-		for _, f := range [][]byte{[]byte(req.GetMethod()), []byte(dupefilter.CanonicalURL(req.URL)), req.Body} {
+		for _, f := range [][]byte{[]byte(req.EffectiveMethod()), []byte(dupefilter.CanonicalURL(req.URL)), req.Body} {
 			h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(f))))
 			h.Write(f)
 		}

@@ -259,7 +259,7 @@ func (s *Spider) followIndex(ctx context.Context, res *spider.Response, out spid
 
 // requestSitemap sends a request for the sitemap at loc.
 func (s *Spider) requestSitemap(out spider.Output, res *spider.Response, loc string, depth int, lim limits) {
-	req, err := res.Follow(loc, nil)
+	req, err := res.NewRequest(loc, nil)
 	if err != nil {
 		return // not an http(s) URL: nothing to fetch
 	}
@@ -301,7 +301,7 @@ func (s *Spider) requestPage(res *spider.Response, out spider.Output, loc string
 		}
 		cb = s.Rules[i].Callback
 	}
-	req, err := res.Follow(loc, cb)
+	req, err := res.NewRequest(loc, cb)
 	if err != nil {
 		return
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocrawl/gocrawl/internal/callbacks"
+
 	"github.com/rs/zerolog"
 
 	"github.com/gocrawl/gocrawl/devtools/syncbuf"
@@ -83,11 +85,11 @@ func TestStart(t *testing.T) {
 			}
 			continue
 		}
-		name, _ := spider.FuncName(s, req.Callback)
+		name, _ := callbacks.FuncName(s, req.Callback)
 		if name == "" {
 			name = "Parse"
 		}
-		ebName, _ := spider.FuncName(s, req.Errback)
+		ebName, _ := callbacks.FuncName(s, req.Errback)
 		got = append(got, fmt.Sprintf("%s %s %s %v %v", req.URL, name, ebName, req.Get(sitemap.MetaDepth), req.Get(downloader.MetaDownloadMaxSize)))
 	}
 	want := []string{
@@ -100,11 +102,11 @@ func TestStart(t *testing.T) {
 	}
 }
 
-func requestsOf(t *testing.T, s *shop, out *spider.Collector) []string {
+func requestsOf(t *testing.T, s *shop, out *spider.Recorder) []string {
 	t.Helper()
 	var got []string
 	for _, r := range out.Requests {
-		name, err := spider.FuncName(s, r.Callback)
+		name, err := callbacks.FuncName(s, r.Callback)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +128,7 @@ func TestParseSitemapRobots(t *testing.T) {
 	req := spider.MustRequest("https://shop.example/robots.txt", nil)
 	body := "User-agent: *\nDisallow: /admin\n# Sitemap: https://shop.example/commented.xml\nSITEMAP: /sitemap_index.xml\n" +
 		"Crawl-delay: nonsense\nSitemap: https://cdn.example/s.xml.gz # trailing comment\nSitemap: mailto:x@y\nsitemap:https://shop.example/sitemap_index.xml\n"
-	var out spider.Collector
+	var out spider.Recorder
 	if err := s.ParseSitemap(c.ctx, sitemapResponse(req, "text/plain", []byte(body)), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestParseSitemapIndex(t *testing.T) {
 			s.Follow = tt.follow
 			c := newCrawl(t, nil)
 			req := spider.MustRequest("https://shop.example/sitemap_index.xml", nil).Set(sitemap.MetaDepth, tt.depth)
-			var out spider.Collector
+			var out spider.Recorder
 			if err := s.ParseSitemap(c.ctx, sitemapResponse(req, "application/xml", []byte(index)), &out); err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +222,7 @@ func TestParseSitemapPages(t *testing.T) {
 			c := newCrawl(t, nil)
 			req := spider.MustRequest("https://shop.example/pages.xml", nil).Set(sitemap.MetaDepth, 1)
 			req.Depth = 2
-			var out spider.Collector
+			var out spider.Recorder
 			if err := s.ParseSitemap(c.ctx, sitemapResponse(req, "text/xml", []byte(pages)), &out); err != nil {
 				t.Fatal(err)
 			}
@@ -263,7 +265,7 @@ func TestParseSitemapLimitsAndErrors(t *testing.T) {
 			s := newShop()
 			c := newCrawl(t, tt.set)
 			req := spider.MustRequest("https://shop.example/pages.xml", nil)
-			var out spider.Collector
+			var out spider.Recorder
 			err := s.ParseSitemap(c.ctx, sitemapResponse(req, "text/xml", []byte(tt.body)), &out)
 			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), req.URL.String())) {
 				t.Errorf("err = %v, want %q naming the sitemap", err, tt.err)
@@ -286,20 +288,20 @@ func TestSitemapError(t *testing.T) {
 	c := newCrawl(t, nil)
 	req := spider.MustRequest("https://shop.example/huge.xml", nil)
 	tooLarge := &downloader.Error{Kind: errkind.ResponseTooLarge, URL: req.URL.String(), Err: errors.New("body exceeds the maximum size")}
-	if err := s.SitemapError(c.ctx, req, tooLarge, &spider.Collector{}); err != nil {
+	if err := s.SitemapError(c.ctx, req, tooLarge, &spider.Recorder{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(c.log.String(), "larger than SITEMAP_MAX_SIZE") || c.stats.Get("sitemap/limit/size") != 1 {
 		t.Errorf("log %s", c.log)
 	}
-	if err := s.SitemapError(c.ctx, req, errors.New("ignored response 404"), &spider.Collector{}); err != nil {
+	if err := s.SitemapError(c.ctx, req, errors.New("ignored response 404"), &spider.Recorder{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(c.log.String(), "sitemap not fetched") || c.stats.Get("sitemap/not_fetched") != 1 {
 		t.Errorf("log %s", c.log)
 	}
 	timeout := &downloader.Error{Kind: errkind.DownloadTimeout, URL: req.URL.String(), Err: errors.New("timeout")}
-	if err := s.SitemapError(c.ctx, req, timeout, &spider.Collector{}); err != nil || strings.Count(c.log.String(), "\n") != 2 {
+	if err := s.SitemapError(c.ctx, req, timeout, &spider.Recorder{}); err != nil || strings.Count(c.log.String(), "\n") != 2 {
 		t.Errorf("a download error is logged by the engine, not again here: %v\n%s", err, c.log)
 	}
 }
@@ -308,7 +310,7 @@ func TestSitemapError(t *testing.T) {
 func TestDefaultParse(t *testing.T) {
 	var s sitemap.Spider
 	req := spider.MustRequest("https://shop.example/p", nil)
-	err := s.Parse(context.Background(), sitemapResponse(req, "text/html", nil), &spider.Collector{})
+	err := s.Parse(context.Background(), sitemapResponse(req, "text/html", nil), &spider.Recorder{})
 	if err == nil || !strings.Contains(err.Error(), "define a Parse method") {
 		t.Errorf("err = %v", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocrawl/gocrawl/internal/callbacks"
+
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -108,7 +110,7 @@ func TestParse(t *testing.T) {
 			if err := s.SetArgs(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			var out spider.Collector
+			var out spider.Recorder
 			if err := s.Parse(context.Background(), response(t, "https://a.example/", tt.depth, "text/html", page), &out); err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +137,7 @@ func TestParseNonHTML(t *testing.T) {
 	if err := s.SetArgs(map[string]string{"start_urls": "https://a.example/"}); err != nil {
 		t.Fatal(err)
 	}
-	var out spider.Collector
+	var out spider.Recorder
 	err := s.Parse(context.Background(), response(t, "https://a.example/x.png", 1, "image/png", "\x89PNG\r\n\x1a\n"), &out)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +174,7 @@ func TestParseRulePages(t *testing.T) {
 	if err := s.SetArgs(map[string]string{"start_urls": "https://a.example/", "max_depth": "2"}); err != nil {
 		t.Fatal(err)
 	}
-	var start spider.Collector
+	var start spider.Recorder
 	if err := s.Parse(context.Background(), response(t, "https://a.example/", 0, "text/html", page), &start); err != nil {
 		t.Fatal(err)
 	}
@@ -181,11 +183,11 @@ func TestParseRulePages(t *testing.T) {
 		r := req.Clone()
 		r.Depth = depth
 		res := &spider.Response{URL: r.URL, Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(page), Request: r}
-		cb, _, err := spider.Callbacks(s, r)
+		cb, _, err := callbacks.Callbacks(s, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out spider.Collector
+		var out spider.Recorder
 		if err := cb(context.Background(), res, &out); err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +205,7 @@ func TestOpenBuildsTheRule(t *testing.T) {
 	if err := s.Open(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	var out spider.Collector
+	var out spider.Recorder
 	if err := s.Parse(context.Background(), response(t, "https://a.example/", 0, "text/html", page), &out); err != nil {
 		t.Fatal(err)
 	}

@@ -79,16 +79,13 @@ func Run(ctx context.Context, sp spider.Spider, archive string, set map[string]a
 		mu.Unlock()
 		return item, nil
 	})
-	e, err := engine.New(sp, s, engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}})
+	e, err := engine.New(sp, s, engine.Options{Pipelines: []pipeline.Named{{Name: "collect", Stage: collect}}})
 	if err != nil {
 		return Result{}, err
 	}
 	r, err := e.Run(ctx)
-	if r == nil {
+	if err != nil {
 		return Result{}, fmt.Errorf("replaying %s: %w", archive, err)
-	}
-	if r.Err != nil {
-		return Result{}, r.Err
 	}
 	return Result{Reason: r.Reason, Items: items, Stats: r.Stats, Missing: int(r.Stats["warc/replay_missing"])}, nil
 }

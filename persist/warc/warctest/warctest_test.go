@@ -125,7 +125,7 @@ func record(t *testing.T, srv *httptest.Server, dir string, extra map[string]any
 		mu.Unlock()
 		return it, nil
 	})
-	e, err := engine.New(&linkSpider{start: srv.URL + "/"}, s, engine.Options{Pipelines: []pipeline.Named{{Name: "collect", ItemPipeline: collect}}})
+	e, err := engine.New(&linkSpider{start: srv.URL + "/"}, s, engine.Options{Pipelines: []pipeline.Named{{Name: "collect", Stage: collect}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,11 +277,11 @@ func TestFullDiskStopsCrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	if res == nil {
+		t.Fatalf("no result: %v", err)
 	}
-	if res.Reason != "warc_error" || !errors.Is(res.Err, syscall.ENOSPC) || !strings.Contains(res.Err.Error(), "no space left") {
-		t.Fatalf("reason %q, error %v; want warc_error and the disk's error", res.Reason, res.Err)
+	if res.Reason != "warc_error" || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("reason %q, error %v; want warc_error and the disk's error", res.Reason, err)
 	}
 	if n := res.Stats["warc/exchanges"]; n >= 7 {
 		t.Errorf("%v exchanges archived on a disk with room for about two", n)
