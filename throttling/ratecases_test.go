@@ -1,6 +1,6 @@
 package throttling_test
 
-// The rate controller's end-to-end cases (issue 12): a crawl with the
+// The rate controller's end-to-end cases: a crawl with the
 // defaults, concurrency 50, against devtools/simsite hosts limited by a
 // token bucket, judged from the site's records. runRateCase runs one case
 // either on fake time, in-process (a testing/synctest bubble and
@@ -25,7 +25,7 @@ import (
 	"github.com/gocrawl/gocrawl/spider"
 )
 
-// rateCase is one situation of the issue.
+// rateCase is one situation the controller must handle.
 type rateCase struct {
 	name string
 	// The strict host: a token bucket of rate (burst 5), answering

@@ -1,6 +1,6 @@
 package throttling_test
 
-// BenchmarkRateControl measures the rate controller's cases of issue 12 on
+// BenchmarkRateControl measures the rate controller's cases on
 // the wall clock, server-side: a crawl with the defaults (concurrency 50)
 // against devtools/simsite on 127.0.0.1, 5 runs of each case side by side
 // (each with its own site and engine; the crawls are light), judged from

@@ -1,6 +1,6 @@
 package throttling_test
 
-// The rate controller's cases of issue 12 end to end on fake time: the
+// The rate controller's cases end to end on fake time: the
 // real engine with the defaults (concurrency 50) against devtools/simsite
 // served in-process (simsite.NewLocal) inside a testing/synctest bubble,
 // judged from the site's records. Exact and fast (a minute-long crawl
@@ -81,7 +81,7 @@ func TestE2ERateControl(t *testing.T) {
 				// about one request in flight (not the 8 - 5 of a burst of
 				// the whole concurrency). Then the controller's own refusals
 				// count against the target (one run here; the benchmark's
-				// median of 5 is the issue's figure).
+				// median of 5 is the figure docs/throttling.md quotes).
 				first := r.refusedIn(0, 1)
 				if first > 2 {
 					t.Errorf("%d refusals in the first second, want at most 2 (the start ramp)", first)
