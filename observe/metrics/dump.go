@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gocrawl/gocrawl/internal/atomicfile"
 )
 
 // Dump is the document STATS_DUMP_FILE receives: the crawl's stats and the
@@ -96,25 +98,10 @@ func WriteScopesCSV(out io.Writer, s Snapshot) error {
 	return w.Error()
 }
 
+// writeAtomic replaces path with what fill writes (package atomicfile),
+// its errors named after STATS_DUMP_FILE.
 func writeAtomic(path string, fill func(*os.File) error) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("STATS_DUMP_FILE: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("STATS_DUMP_FILE: %w", err)
-	}
-	tmp := f.Name()
-	err = fill(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(path, 0o600, fill); err != nil {
 		return fmt.Errorf("STATS_DUMP_FILE: writing %s: %w", path, err)
 	}
 	return nil

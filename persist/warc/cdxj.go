@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gocrawl/gocrawl/internal/atomicfile"
 )
 
 // Entry is one line of a CDXJ index: where the capture of a URL lies in
@@ -105,28 +107,15 @@ func sortByTime(es []Entry) {
 // renamed over it, synced).
 func WriteIndex(path string, es []Entry) error {
 	SortEntries(es)
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	err := atomicfile.Write(path, 0o644, func(f *os.File) error {
+		w := bufio.NewWriter(f)
+		for _, e := range es {
+			w.WriteString(e.Line())
+			w.WriteByte('\n')
+		}
+		return w.Flush()
+	})
 	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	for _, e := range es {
-		w.WriteString(e.Line())
-		w.WriteByte('\n')
-	}
-	err = w.Flush()
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("writing the index %s: %w", path, err)
 	}
 	return nil
