@@ -18,7 +18,6 @@ import (
 	"crypto/sha1"
 	"encoding/base32"
 	"fmt"
-	"hash"
 	"io"
 	"strconv"
 	"strings"
@@ -169,15 +168,4 @@ func NewRecordID() string {
 func Digest(b []byte) string {
 	h := sha1.Sum(b)
 	return "sha1:" + base32.StdEncoding.EncodeToString(h[:])
-}
-
-// digester computes a digest over several writes.
-type digester struct{ h hash.Hash }
-
-func newDigester() digester { return digester{sha1.New()} }
-
-func (d digester) Write(p []byte) (int, error) { return d.h.Write(p) }
-
-func (d digester) String() string {
-	return "sha1:" + base32.StdEncoding.EncodeToString(d.h.Sum(nil))
 }
