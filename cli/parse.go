@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/gocrawl/gocrawl/internal/callbacks"
+	"github.com/gocrawl/gocrawl/internal/reqnames"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/spf13/cobra"
@@ -94,7 +95,7 @@ error, at WARNING unless LOG_LEVEL is set.`,
 				if _, err = callbacks.ResolveCallback(sp, callback); err != nil {
 					return UsageError(err)
 				}
-				req.CallbackName = callback
+				callbacks.SetStored(req, reqnames.Names{Callback: callback})
 			}
 			p := &parseRun{sp: sp, maxDepth: depth, pipelines: pipelines}
 			req.DontFilter = true
@@ -220,7 +221,7 @@ func (p *parseRun) wrap(req *spider.Request, depth int) {
 		p.add(r)
 		return eerr
 	}
-	req.CallbackName, req.ErrbackName = "", ""
+	callbacks.SetStored(req, reqnames.Names{})
 }
 
 // callbackName names req's callback for the output.
@@ -231,8 +232,8 @@ func callbackName(sp spider.Spider, req *spider.Request) string {
 		}
 		return "(a function)"
 	}
-	if req.CallbackName != "" {
-		return req.CallbackName
+	if n := callbacks.Stored(req).Callback; n != "" {
+		return n
 	}
 	return "Parse"
 }

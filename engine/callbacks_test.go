@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/gocrawl/gocrawl/internal/callbacks"
+	"github.com/gocrawl/gocrawl/internal/reqnames"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -32,7 +34,7 @@ func (s *byNameSpider) OnError(context.Context, *spider.Request, error, spider.O
 }
 
 // TestCallbacksByNameCached checks that callbacks named by requests read
-// back from a job (CallbackName, ErrbackName) resolve to the right
+// back from a job (the names they carry) resolve to the right
 // methods, the first time and from the engine's cache, and that a name
 // the spider lacks is an error every time.
 func TestCallbacksByNameCached(t *testing.T) {
@@ -40,7 +42,8 @@ func TestCallbacksByNameCached(t *testing.T) {
 	e := &Engine{sp: sp}
 	named := func(cb, eb string) *spider.Request {
 		r := spider.MustRequest("http://h.test/", nil)
-		r.Callback, r.CallbackName, r.ErrbackName = nil, cb, eb
+		r.Callback = nil
+		callbacks.SetStored(r, reqnames.Names{Callback: cb, Errback: eb})
 		return r
 	}
 	ctx := context.Background()

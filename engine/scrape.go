@@ -83,7 +83,7 @@ func (e *Engine) callbacks(req *spider.Request) (spider.Callback, spider.Errback
 	if req.Callback != nil || req.Errback != nil {
 		return callbacks.Callbacks(e.sp, req)
 	}
-	key := [2]string{req.CallbackName, req.ErrbackName}
+	key := callbacks.Stored(req)
 	if v, ok := e.named.Load(key); ok {
 		p := v.(namedPair)
 		return p.cb, p.eb, nil

@@ -154,11 +154,13 @@ type Flusher interface {
 }
 
 // Codec turns requests into bytes and back, for stores that persist them.
-// Implementations must write a versioned format so that a job directory
-// written by one release can be read by the next, and must keep callbacks
-// by name (as reqcodec.Codec does, Request.CallbackName): a request whose callback
-// is a closure cannot be encoded and gives an error wrapping
-// spider.ErrNotMethod.
+// reqcodec.Codec is the codec of every store of this module: it writes a
+// versioned format, so that a job directory written by one release can be
+// read by the next, and keeps callbacks by method name (a request whose
+// callback is a closure cannot be encoded and gives an error wrapping
+// spider.ErrNotMethod). A codec of your own wraps it, to compress or
+// encrypt its bytes for example: only reqcodec can give a decoded request
+// the callback names the engine resolves.
 //
 // A codec may also have the method
 //
@@ -171,8 +173,8 @@ type Flusher interface {
 type Codec interface {
 	// Encode returns the bytes of req.
 	Encode(req *spider.Request) ([]byte, error)
-	// Decode returns the request encoded in data, with CallbackName and
-	// ErrbackName set and Callback/Errback nil; the engine resolves them on
-	// the spider.
+	// Decode returns the request encoded in data, with Callback and
+	// Errback nil and their names carried out of sight; the engine
+	// resolves them on the spider.
 	Decode(data []byte) (*spider.Request, error)
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gocrawl/gocrawl/internal/reqnames"
 )
 
 // Meta holds per-request metadata. Values must be JSON-serialisable (strings,
@@ -56,11 +58,17 @@ type Request struct {
 	// Errback handles a failed download or a dropped request (see the
 	// Errback type). Same naming rule as Callback.
 	Errback Errback
-	// CallbackName and ErrbackName name the spider methods to call when the
-	// request was restored from storage and Callback/Errback are nil. They
-	// are set by persistent queues; spiders normally leave them empty.
-	CallbackName string
-	ErrbackName  string
+
+	// stored names the spider methods to call when the request was read
+	// back from storage and Callback/Errback are nil (internal/reqnames).
+	stored reqnames.Names
+}
+
+func init() {
+	reqnames.Install(
+		func(r any) reqnames.Names { return r.(*Request).stored },
+		func(r any, n reqnames.Names) { r.(*Request).stored = n },
+	)
 }
 
 // ErrInvalidURL is the kind of error returned for URLs that cannot be

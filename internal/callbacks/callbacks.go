@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/gocrawl/gocrawl/internal/reqnames"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -136,20 +137,27 @@ func Callbacks(sp spider.Spider, req *spider.Request) (spider.Callback, spider.E
 	cb, eb := req.Callback, req.Errback
 	var err error
 	if cb == nil {
-		if cb, err = ResolveCallback(sp, req.CallbackName); err != nil {
+		if cb, err = ResolveCallback(sp, Stored(req).Callback); err != nil {
 			return nil, nil, err
 		}
 	}
-	if eb == nil && req.ErrbackName != "" {
-		if eb, err = ResolveErrback(sp, req.ErrbackName); err != nil {
+	if n := Stored(req).Errback; eb == nil && n != "" {
+		if eb, err = ResolveErrback(sp, n); err != nil {
 			return nil, nil, err
 		}
 	}
 	return cb, eb, nil
 }
 
-// NameCallbacks fills req.CallbackName and req.ErrbackName from its
-// functions, for persistence. It fails with spider.ErrNotMethod for closures.
+// Stored returns the callback names a request read back from storage
+// carries (see internal/reqnames); zero for any other request.
+func Stored(req *spider.Request) reqnames.Names { return reqnames.Get(req) }
+
+// SetStored sets the callback names req carries, as a decoder does.
+func SetStored(req *spider.Request, n reqnames.Names) { reqnames.Set(req, n) }
+
+// NameCallbacks stores with req the names of its callback and errback
+// (Stored), for persistence. It fails with spider.ErrNotMethod for closures.
 func NameCallbacks(sp spider.Spider, req *spider.Request) error {
 	if req.Callback != nil {
 		n, err := FuncName(sp, req.Callback)
@@ -159,14 +167,18 @@ func NameCallbacks(sp spider.Spider, req *spider.Request) error {
 		if n == "Parse" {
 			n = ""
 		}
-		req.CallbackName = n
+		n0 := Stored(req)
+		n0.Callback = n
+		SetStored(req, n0)
 	}
 	if req.Errback != nil {
 		n, err := FuncName(sp, req.Errback)
 		if err != nil {
 			return fmt.Errorf("request %s: errback: %w", req, err)
 		}
-		req.ErrbackName = n
+		n0 := Stored(req)
+		n0.Errback = n
+		SetStored(req, n0)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocrawl/gocrawl/internal/reqnames"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -112,11 +113,12 @@ func TestNameCallbacksRoundTrip(t *testing.T) {
 	if err := NameCallbacks(e, req); err != nil {
 		t.Fatal(err)
 	}
-	if req.CallbackName != "ParseShared" || req.ErrbackName != "OnError" {
-		t.Fatalf("names = %q, %q", req.CallbackName, req.ErrbackName)
+	if n := Stored(req); n.Callback != "ParseShared" || n.Errback != "OnError" {
+		t.Fatalf("names = %q, %q", n.Callback, n.Errback)
 	}
 	// As restored from disk: functions gone, names kept.
-	restored := &spider.Request{URL: req.URL, CallbackName: req.CallbackName, ErrbackName: req.ErrbackName}
+	restored := &spider.Request{URL: req.URL}
+	SetStored(restored, Stored(req))
 	cb, eb, err := Callbacks(e, restored)
 	if err != nil || eb == nil {
 		t.Fatalf("Callbacks = %v", err)
@@ -126,14 +128,16 @@ func TestNameCallbacksRoundTrip(t *testing.T) {
 	}
 
 	parse := spider.MustRequest("http://example.com/", e.Parse)
-	if err := NameCallbacks(e, parse); err != nil || parse.CallbackName != "" {
-		t.Errorf("Parse should be stored as the empty name, got %q, %v", parse.CallbackName, err)
+	if err := NameCallbacks(e, parse); err != nil || Stored(parse).Callback != "" {
+		t.Errorf("Parse should be stored as the empty name, got %q, %v", Stored(parse).Callback, err)
 	}
 	closure := spider.MustRequest("http://example.com/", func(context.Context, *spider.Response, spider.Output) error { return nil })
 	if err := NameCallbacks(e, closure); !errors.Is(err, spider.ErrNotMethod) || !strings.Contains(err.Error(), "http://example.com/") {
 		t.Errorf("closure: err = %v, want spider.ErrNotMethod naming the request", err)
 	}
-	if _, _, err := Callbacks(e, &spider.Request{URL: req.URL, CallbackName: "Gone"}); err == nil {
+	gone := &spider.Request{URL: req.URL}
+	SetStored(gone, reqnames.Names{Callback: "Gone"})
+	if _, _, err := Callbacks(e, gone); err == nil {
 		t.Error("Callbacks with an unknown name did not fail")
 	}
 }

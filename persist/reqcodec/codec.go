@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/gocrawl/gocrawl/internal/callbacks"
+	"github.com/gocrawl/gocrawl/internal/reqnames"
 
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -94,7 +95,8 @@ func (c Codec) Append(dst []byte, req *spider.Request) ([]byte, error) {
 	if req == nil || req.URL == nil {
 		return dst, &EncodeError{Request: req.String(), Field: "URL", Err: errors.New("missing")}
 	}
-	cbName, ebName := req.CallbackName, req.ErrbackName
+	stored := callbacks.Stored(req)
+	cbName, ebName := stored.Callback, stored.Errback
 	if req.Callback != nil || req.Errback != nil {
 		if c.Spider == nil {
 			return dst, &EncodeError{Request: req.String(), Field: "Callback", Err: errors.New("codec has no spider to name callbacks")}
@@ -187,9 +189,9 @@ func (c Codec) Append(dst []byte, req *spider.Request) ([]byte, error) {
 	return b, nil
 }
 
-// Decode parses an encoded request. Callback and Errback stay nil and
-// CallbackName/ErrbackName are set: the engine resolves them on the spider
-// (callbacks.Callbacks). Errors wrap ErrCodecVersion or ErrCorruptRecord.
+// Decode parses an encoded request. Callback and Errback stay nil; the
+// request carries their names (callbacks.Stored), which the engine
+// resolves on the spider (callbacks.Callbacks). Errors wrap ErrCodecVersion or ErrCorruptRecord.
 func (c Codec) Decode(data []byte) (*spider.Request, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrCorruptRecord)
@@ -205,8 +207,7 @@ func (c Codec) Decode(data []byte) (*spider.Request, error) {
 	req.Method = d.string()
 	req.Priority = int(d.varint())
 	req.Depth = int(d.varint())
-	req.CallbackName = d.string()
-	req.ErrbackName = d.string()
+	callbacks.SetStored(req, reqnames.Names{Callback: d.string(), Errback: d.string()})
 	if n := d.count(); n > 0 {
 		for range n {
 			k := d.string()

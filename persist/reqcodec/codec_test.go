@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/internal/callbacks"
+	"github.com/gocrawl/gocrawl/internal/reqnames"
 
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/throttling"
@@ -66,7 +68,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{"minimal", spider.MustRequest("http://a.test/", nil)},
 		{"parse is the default", spider.MustRequest("http://a.test/", sp.Parse)},
 		{"full", full},
-		{"restored names kept", &spider.Request{URL: full.URL, CallbackName: "ParseBook", ErrbackName: "OnError"}},
+		{"restored names kept", restoredReq(full.URL, "ParseBook", "OnError")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -331,4 +333,12 @@ func TestCodecKeepsTheDelayMark(t *testing.T) {
 			t.Errorf("taken %v: decoded request's pending delay %v, %v; want %v", taken, d, err, want)
 		}
 	}
+}
+
+// restoredReq returns a request as a store reads it back: no functions,
+// callback names only.
+func restoredReq(u *url.URL, cb, eb string) *spider.Request {
+	r := &spider.Request{URL: u}
+	callbacks.SetStored(r, reqnames.Names{Callback: cb, Errback: eb})
+	return r
 }
