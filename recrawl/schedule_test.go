@@ -85,18 +85,18 @@ func TestAdaptiveRules(t *testing.T) {
 		{"first visit: a lastmod in the future is ignored", State{}, Visit{At: at, Changed: true},
 			Hints{LastMod: at.Add(day)},
 			State{Interval: day, LastVisit: at, LastChange: at, Due: at.Add(day)}},
-		{"changed: shrink by 0.8", prev, Visit{At: at, Changed: true}, Hints{},
-			State{Interval: 8 * hour, LastVisit: at, LastChange: at, Due: at.Add(8 * hour)}},
-		{"unchanged: grow by 1.4", prev, Visit{At: at}, Hints{},
-			State{Interval: 14 * hour, LastVisit: at, LastChange: t0, Due: at.Add(14 * hour)}},
+		{"changed: shrink by 0.6", prev, Visit{At: at, Changed: true}, Hints{},
+			State{Interval: 6 * hour, LastVisit: at, LastChange: at, Due: at.Add(6 * hour)}},
+		{"unchanged: grow by 1.25", prev, Visit{At: at}, Hints{},
+			State{Interval: 12*hour + 30*time.Minute, LastVisit: at, LastChange: t0, Due: at.Add(12*hour + 30*time.Minute)}},
 		{"gone: grows like unchanged, no change recorded", prev, Visit{At: at, Changed: true, Gone: true}, Hints{},
-			State{Interval: 14 * hour, LastVisit: at, LastChange: t0, Due: at.Add(14 * hour)}},
+			State{Interval: 12*hour + 30*time.Minute, LastVisit: at, LastChange: t0, Due: at.Add(12*hour + 30*time.Minute)}},
 		{"changed, lastmod between the visits: due moves earlier by 0.3 of the change's age", prev,
 			Visit{At: at, Changed: true}, Hints{LastMod: at.Add(-10 * hour)},
-			State{Interval: 8 * hour, LastVisit: at, LastChange: at.Add(-10 * hour), Due: at.Add(5 * hour)}},
+			State{Interval: 6 * hour, LastVisit: at, LastChange: at.Add(-10 * hour), Due: at.Add(3 * hour)}},
 		{"changed, lastmod before the previous visit: not this change's date", prev,
 			Visit{At: at, Changed: true}, Hints{LastMod: prev.LastVisit.Add(-hour)},
-			State{Interval: 8 * hour, LastVisit: at, LastChange: at, Due: at.Add(8 * hour)}},
+			State{Interval: 6 * hour, LastVisit: at, LastChange: at, Due: at.Add(6 * hour)}},
 		{"changed at Min: stays at Min", State{Interval: hour, LastVisit: at.Add(-hour)}, Visit{At: at, Changed: true}, Hints{},
 			State{Interval: hour, LastVisit: at, LastChange: at, Due: at.Add(hour)}},
 		{"sync never brings the due time under Min", State{Interval: hour, LastVisit: at.Add(-5 * hour)},
@@ -105,7 +105,7 @@ func TestAdaptiveRules(t *testing.T) {
 		{"unchanged at Max: stays at Max", State{Interval: 30 * day, LastVisit: at.Add(-30 * day)}, Visit{At: at}, Hints{},
 			State{Interval: 30 * day, LastVisit: at, Due: at.Add(30 * day)}},
 		{"hints do not override what visits found", prev, Visit{At: at}, Hints{ChangeFreq: "always"},
-			State{Interval: 14 * hour, LastVisit: at, LastChange: t0, Due: at.Add(14 * hour)}},
+			State{Interval: 12*hour + 30*time.Minute, LastVisit: at, LastChange: t0, Due: at.Add(12*hour + 30*time.Minute)}},
 		{"a corrupt huge interval is bounded", State{Interval: 1<<63 - 1, LastVisit: at.Add(-hour)}, Visit{At: at}, Hints{},
 			State{Interval: 30 * day, LastVisit: at, Due: at.Add(30 * day)}},
 		{"a negative interval starts over", State{Interval: -hour, LastVisit: at.Add(-hour)}, Visit{At: at}, Hints{},
@@ -178,7 +178,7 @@ func TestAdaptiveConverges(t *testing.T) {
 		still = p.Next(still, Visit{At: c.Now(), Changed: i == 0}, Hints{})
 		c.Advance(hour)
 	}
-	// 24h * 0.8^15 < 1h; 24h * 1.4^10 > 30d.
+	// 24h * 0.6^7 < 1h; 24h * 1.25^16 > 30d.
 	if busy.Interval != hour {
 		t.Errorf("always changed: interval %v after 20 visits, want Min", busy.Interval)
 	}

@@ -130,7 +130,7 @@ func init() {
 		{Name: "RECRAWL_MAX_INTERVAL", Type: durationSeconds, Default: 0.0,
 			Doc: "Longest revisit interval of the adaptive schedule: a URL is always revisited within it, changed or not. Unset (0) = RECRAWL_INTERVAL x 30; an explicit 0 is an error."},
 		{Name: "RECRAWL_SCHEDULE", Type: recrawlSchedule, Default: "adaptive",
-			Doc: "How revisit intervals change: adaptive (shrink by 20% when a visit finds a change, grow by 40% when it does not, within RECRAWL_MIN_INTERVAL and RECRAWL_MAX_INTERVAL; sitemap <changefreq> and <lastmod> set the first interval) or fixed (every RECRAWL_INTERVAL)."},
+			Doc: "How revisit intervals change: adaptive (shrink by 40% when a visit finds a change, grow by 25% when it does not, within RECRAWL_MIN_INTERVAL and RECRAWL_MAX_INTERVAL; sitemap <changefreq> and <lastmod> set the first interval) or fixed (every RECRAWL_INTERVAL)."},
 		{Name: "RECRAWL_BUDGET", Type: recrawlBudget, Default: "",
 			Doc: "Most revisits per period: RATE (for the whole crawl: 1000/h; units s, m, h, d) or a list of KEY=RATE where KEY is total (whole crawl), scope (each throttling scope on its own) or a scope's name (that scope), e.g. \"total=1000/h, scope=60/h, shop.example=600/h\"; also a YAML mapping. Due revisits wait for the budget. Empty = no cap; a rate of 0 is an error."},
 	} {
