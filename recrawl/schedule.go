@@ -159,15 +159,18 @@ func (c AdaptiveConfig) Validate() error {
 // often end up visited often, pages that never change about every
 // cfg.Max, and a request budget goes where the changes are.
 //
-// The first interval is the sitemap's <changefreq> (hourly = 1 hour,
-// daily = 24 hours, weekly = 7 days, monthly = 30 days, yearly = 365
-// days, always = cfg.Min, never = cfg.Max), else cfg.Initial (cfg.Min
-// when 0); a <lastmod> older than that interval lengthens it to the
-// page's age, since a page unchanged for a month is unlikely to change
-// tomorrow. When a visit finds a change that <lastmod> dates after the
-// previous visit, the next visit comes SyncRate of the change's age
-// earlier. Whatever the hints, the next visit is between cfg.Min and
-// cfg.Max after this one.
+// The first interval comes from the sitemap's <changefreq>: the change
+// gap it announces (hourly = 1 hour, daily = 24 hours, weekly = 7 days,
+// monthly = 30 days, yearly = 365 days) times the fraction of its change
+// gap where a page's interval settles (about 0.36 with the default
+// factors: a page said to change daily starts at about 8.7 hours),
+// always = cfg.Min, never = cfg.Max; without one it is cfg.Initial
+// (cfg.Min when 0). A <lastmod> older than that interval lengthens it to
+// the page's age, since a page unchanged for a month is unlikely to
+// change tomorrow. When a visit finds a change that <lastmod> dates
+// after the previous visit, the next visit comes SyncRate of the
+// change's age earlier. Whatever the hints, the next visit is between
+// cfg.Min and cfg.Max after this one.
 //
 // It panics if cfg is invalid (see AdaptiveConfig.Validate).
 func Adaptive(cfg AdaptiveConfig) Policy {
@@ -183,10 +186,17 @@ func Adaptive(cfg AdaptiveConfig) Policy {
 	if cfg.Initial == 0 {
 		cfg.Initial = cfg.Min
 	}
-	return adaptive{cfg}
+	// The interval settles where a visit finds a change with probability
+	// p, p*ln(Shrink) + (1-p)*ln(Grow) = 0; for a page changing at random
+	// with mean gap g, at g*settle, 1-exp(-settle) = p.
+	p := math.Log(cfg.Grow) / (math.Log(cfg.Grow) - math.Log(cfg.Shrink))
+	return adaptive{c: cfg, settle: -math.Log(1 - p)}
 }
 
-type adaptive struct{ c AdaptiveConfig }
+type adaptive struct {
+	c      AdaptiveConfig
+	settle float64 // interval / mean change gap where the interval settles
+}
 
 func (a adaptive) Next(prev State, v Visit, h Hints) State {
 	changed := v.Changed && !v.Gone
@@ -226,6 +236,8 @@ func (a adaptive) first(at time.Time, h Hints) time.Duration {
 		iv = a.c.Min
 	case iv < 0: // never
 		iv = a.c.Max
+	default:
+		iv = time.Duration(float64(iv) * a.settle)
 	}
 	if !h.LastMod.IsZero() && h.LastMod.Before(at) {
 		iv = max(iv, at.Sub(h.LastMod))

@@ -1,6 +1,7 @@
 package recrawl
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,14 @@ const (
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// settled is where the default factors make the interval of a page with
+// mean change gap g settle: a visit then finds a change with probability
+// p, p*ln(0.6) + (1-p)*ln(1.25) = 0, and 1-exp(-g*settle/g) = p.
+func settled(g time.Duration) time.Duration {
+	p := math.Log(1.25) / (math.Log(1.25) - math.Log(0.6))
+	return time.Duration(float64(g) * -math.Log(1-p))
+}
 
 func TestFixed(t *testing.T) {
 	c := clock.NewFake(t0)
@@ -64,10 +73,12 @@ func TestAdaptiveRules(t *testing.T) {
 	}{
 		{"first visit: Initial", State{}, Visit{At: at, Changed: true}, Hints{},
 			State{Interval: day, LastVisit: at, LastChange: at, Due: at.Add(day)}},
-		{"first visit: changefreq hourly", State{}, Visit{At: at, Changed: true}, Hints{ChangeFreq: "hourly"},
+		{"first visit: changefreq hourly, bounded by Min", State{}, Visit{At: at, Changed: true}, Hints{ChangeFreq: "hourly"},
 			State{Interval: hour, LastVisit: at, LastChange: at, Due: at.Add(hour)}},
-		{"first visit: changefreq Weekly (any case)", State{}, Visit{At: at, Changed: true}, Hints{ChangeFreq: " Weekly "},
-			State{Interval: 7 * day, LastVisit: at, LastChange: at, Due: at.Add(7 * day)}},
+		{"first visit: changefreq Weekly (any case), where the interval settles", State{}, Visit{At: at, Changed: true}, Hints{ChangeFreq: " Weekly "},
+			State{Interval: settled(7 * day), LastVisit: at, LastChange: at, Due: at.Add(settled(7 * day))}},
+		{"first visit: changefreq daily", State{}, Visit{At: at, Changed: true}, Hints{ChangeFreq: "daily"},
+			State{Interval: settled(day), LastVisit: at, LastChange: at, Due: at.Add(settled(day))}},
 		{"first visit: changefreq always is Min", State{}, Visit{At: at, Changed: true}, Hints{ChangeFreq: "always"},
 			State{Interval: hour, LastVisit: at, LastChange: at, Due: at.Add(hour)}},
 		{"first visit: changefreq never is Max", State{}, Visit{At: at, Changed: true}, Hints{ChangeFreq: "never"},
@@ -80,8 +91,8 @@ func TestAdaptiveRules(t *testing.T) {
 			Hints{ChangeFreq: "daily", LastMod: at.Add(-5 * day)},
 			State{Interval: 5 * day, LastVisit: at, LastChange: at.Add(-5 * day), Due: at.Add(5*day - 36*hour)}},
 		{"first visit: a recent lastmod keeps the interval, syncs the due time", State{}, Visit{At: at, Changed: true},
-			Hints{ChangeFreq: "daily", LastMod: at.Add(-10 * hour)},
-			State{Interval: day, LastVisit: at, LastChange: at.Add(-10 * hour), Due: at.Add(day - 3*hour)}},
+			Hints{ChangeFreq: "weekly", LastMod: at.Add(-10 * hour)},
+			State{Interval: settled(7 * day), LastVisit: at, LastChange: at.Add(-10 * hour), Due: at.Add(settled(7*day) - 3*hour)}},
 		{"first visit: a lastmod in the future is ignored", State{}, Visit{At: at, Changed: true},
 			Hints{LastMod: at.Add(day)},
 			State{Interval: day, LastVisit: at, LastChange: at, Due: at.Add(day)}},
@@ -125,6 +136,11 @@ func TestAdaptiveDefaults(t *testing.T) {
 	p := Adaptive(AdaptiveConfig{Min: 2 * hour, Max: day})
 	if st := p.Next(State{}, Visit{At: t0, Changed: true}, Hints{}); st.Interval != 2*hour {
 		t.Errorf("Initial 0: first interval %v, want Min", st.Interval)
+	}
+	// As the documentation says: a page said to change daily starts at
+	// about 8.7 hours.
+	if st := p.Next(State{}, Visit{At: t0, Changed: true}, Hints{ChangeFreq: "daily"}); st.Interval < 8*hour+36*time.Minute || st.Interval > 8*hour+48*time.Minute {
+		t.Errorf("changefreq daily: first interval %v, want about 8.7h", st.Interval)
 	}
 	p = Adaptive(AdaptiveConfig{Initial: 10 * hour, Min: hour, Max: day, Grow: 2, Shrink: 0.5})
 	prev := State{Interval: 10 * hour, LastVisit: t0}
