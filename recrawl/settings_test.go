@@ -81,6 +81,14 @@ func TestIntervalSettingType(t *testing.T) {
 			t.Errorf("RECRAWL_INTERVAL=%s reads %v, want %v", v, got, want)
 		}
 	}
+	// A spider's settings, written in Go.
+	s, err := settings.Load(settings.LoadOptions{NoFile: true, Spider: map[string]any{"RECRAWL_INTERVAL": 36 * time.Hour}, SpiderName: "shop"})
+	if err != nil || s.Seconds("RECRAWL_INTERVAL") != 36*hour {
+		t.Errorf("RECRAWL_INTERVAL as a time.Duration: %v, %v", s.Seconds("RECRAWL_INTERVAL"), err)
+	}
+	if _, err := settings.Load(settings.LoadOptions{NoFile: true, Spider: map[string]any{"RECRAWL_INTERVAL": -time.Hour}}); !errors.Is(err, settings.ErrType) {
+		t.Errorf("RECRAWL_INTERVAL as a negative time.Duration: %v, want a type error", err)
+	}
 	if _, err := settings.Load(settings.LoadOptions{NoFile: true, Overrides: []string{"RECRAWL_SCHEDULE=sometimes"}}); !errors.Is(err, settings.ErrType) ||
 		!strings.Contains(err.Error(), `"sometimes" is not a schedule; use adaptive`) {
 		t.Errorf("RECRAWL_SCHEDULE=sometimes: %v", err)

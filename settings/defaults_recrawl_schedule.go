@@ -12,9 +12,13 @@ import (
 
 // durationSeconds is the type of the RECRAWL_*INTERVAL settings: a number
 // of seconds (86400) or a duration with units ("90m", "6h", "1d12h", "7d";
-// units ns, us, ms, s, m, h and d for 24 hours), stored as float64
+// units ns, us, ms, s, m, h and d for 24 hours) or, from Go, a
+// time.Duration, stored as float64
 // seconds so that Settings.Seconds reads it. Negative values are refused.
 var durationSeconds = NewType(`duration (seconds, or "90m", "6h", "7d")`, func(v any) (any, error) {
+	if d, ok := v.(time.Duration); ok { // a spider's settings, in Go
+		v = d.Seconds()
+	}
 	if s, ok := v.(string); ok {
 		s = strings.TrimSpace(s)
 		if _, err := strconv.ParseFloat(s, 64); err != nil {
