@@ -1,9 +1,3 @@
-// Package recrawl schedules the revisits of continuous crawling: when each
-// known URL is fetched again (Policy: Fixed, or Adaptive, which follows
-// how often each page really changes) and how many revisits may start per
-// hour, for the whole crawl and per throttling scope (Budget). Policies
-// are pure functions of a small persisted State, and Budget runs on the
-// time it is given, so both are tested on a fake clock.
 package recrawl
 
 import (
