@@ -277,16 +277,18 @@ func (s *Spider) requestPages(res *spider.Response, out spider.Output, f *File) 
 		if s.Filter != nil && !s.Filter(f.Kind, e) {
 			continue
 		}
-		s.requestPage(res, out, e.Loc)
+		s.requestPage(res, out, e.Loc, e)
 		if s.AlternateLinks {
 			for _, a := range e.Alternates {
-				s.requestPage(res, out, a.Href)
+				s.requestPage(res, out, a.Href, Entry{})
 			}
 		}
 	}
 }
 
-func (s *Spider) requestPage(res *spider.Response, out spider.Output, loc string) {
+// requestPage requests loc with the first rule that matches, carrying
+// e's <lastmod> and <changefreq> (see PageHints).
+func (s *Spider) requestPage(res *spider.Response, out spider.Output, loc string, e Entry) {
 	var cb spider.Callback
 	if len(s.Rules) > 0 {
 		i := -1
@@ -305,6 +307,7 @@ func (s *Spider) requestPage(res *spider.Response, out spider.Output, loc string
 	if err != nil {
 		return
 	}
+	setHints(req, e)
 	out.Request(req)
 }
 
