@@ -43,7 +43,9 @@ type Validator interface {
 type StructTags struct{}
 
 // Validate calls ValidateStruct.
-func (StructTags) Validate(_ context.Context, item any) ([]string, error) { return ValidateStruct(item) }
+func (StructTags) Validate(_ context.Context, item any) ([]string, error) {
+	return ValidateStruct(item)
+}
 
 // Schema validates items against a JSON Schema: the item is encoded as the
 // JSON exports write it (encoding/json), then validated.
