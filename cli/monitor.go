@@ -51,7 +51,7 @@ func finishMonitor(ctx context.Context, m *monitor.Monitor, res *engine.Result, 
 		m.Stop()
 		return err
 	}
-	r := m.Finish(context.WithoutCancel(ctx), res.Stats, res.Elapsed)
+	r := m.Finish(context.WithoutCancel(ctx), res.Reason, res.Stats, res.Elapsed)
 	if !r.OK && err == nil {
 		return &ExitError{Code: ExitMonitor, Err: r.Err()}
 	}

@@ -19,7 +19,15 @@ type Snapshot struct {
 	// Final is true for the run when the crawl has ended; false for the
 	// runs every MONITOR_INTERVAL while it runs.
 	Final bool
+	// Reason is why the crawl ended, in the final run ("finished",
+	// "shutdown" for a stop by a signal, "closespider_timeout", ...).
+	Reason string
 }
+
+// Interrupted reports whether the final run follows a crawl stopped
+// before its end by a signal (Ctrl-C, a pause of a JOBDIR job, a cancel)
+// rather than one that ran out of work or hit a CLOSESPIDER_* limit.
+func (s Snapshot) Interrupted() bool { return s.Reason == "shutdown" || s.Reason == "aborted" }
 
 // Get returns the stat key, 0 when it was never counted.
 func (s Snapshot) Get(key string) float64 { return s.Stats[key] }
@@ -86,7 +94,8 @@ func (f funcCheck) Check(ctx context.Context, s Snapshot) Outcome { return f.fn(
 
 // MinItems fails a crawl that ended with fewer than Min items
 // (item_scraped_count). During the crawl it always passes: the count is
-// only final at the end.
+// only final at the end; so does it after a crawl stopped by a signal
+// (Snapshot.Interrupted), which resumes or is cancelled.
 type MinItems struct{ Min int }
 
 // Name returns "min_items".
@@ -98,6 +107,8 @@ func (c MinItems) Check(_ context.Context, s Snapshot) Outcome {
 	switch {
 	case !s.Final:
 		return Pass("%d items so far; MONITOR_MIN_ITEMS %d is checked when the crawl ends", n, c.Min)
+	case s.Interrupted():
+		return Pass("%d items; MONITOR_MIN_ITEMS %d is not checked: the crawl was stopped before its end (%s)", n, c.Min, s.Reason)
 	case n < int64(c.Min):
 		return Fail("%d items, fewer than MONITOR_MIN_ITEMS %d", n, c.Min)
 	}

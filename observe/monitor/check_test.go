@@ -19,6 +19,8 @@ func TestChecks(t *testing.T) {
 		{"min items met", MinItems{Min: 10}, Snapshot{Final: true, Stats: map[string]float64{"item_scraped_count": 10}}, true, "10 items, at least MONITOR_MIN_ITEMS 10"},
 		{"min items missed", MinItems{Min: 100}, Snapshot{Final: true, Stats: map[string]float64{"item_scraped_count": 12}}, false, "12 items, fewer than MONITOR_MIN_ITEMS 100"},
 		{"min items no stat", MinItems{Min: 1}, Snapshot{Final: true}, false, "0 items"},
+		{"min items after a stop by a signal", MinItems{Min: 100}, Snapshot{Final: true, Reason: "shutdown", Stats: map[string]float64{"item_scraped_count": 3}}, true, "not checked: the crawl was stopped before its end (shutdown)"},
+		{"min items after a CLOSESPIDER limit", MinItems{Min: 100}, Snapshot{Final: true, Reason: "closespider_timeout", Stats: map[string]float64{"item_scraped_count": 3}}, false, "3 items, fewer"},
 		{"min items during the crawl", MinItems{Min: 100}, Snapshot{Stats: map[string]float64{"item_scraped_count": 3}}, true, "checked when the crawl ends"},
 
 		{"errors under", MaxErrorShare(0.1, 0), Snapshot{Final: true, Stats: map[string]float64{

@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -56,7 +57,7 @@ type Source interface {
 //	eng, err := engine.New(sp, set, engine.Options{Pipelines: mon.Pipelines()})
 //	mon.Start(ctx, eng.Crawler().Stats)
 //	res, err := eng.Run(ctx)
-//	results := mon.Finish(ctx, res.Stats, res.Elapsed)
+//	results := mon.Finish(ctx, res.Reason, res.Stats, res.Elapsed)
 //	if !results.OK { ... results.Err() lists the failures ... }
 //
 // A nil *Monitor does nothing, so that code can call it whether or not
@@ -126,6 +127,10 @@ func (m *Monitor) Start(ctx context.Context, src Source) {
 		return
 	}
 	m.start = m.clock.Now()
+	if m.opts.ResultsFile != "" {
+		// The results of an earlier crawl must not pass for this one's.
+		os.Remove(m.opts.ResultsFile)
+	}
 	if m.opts.Interval <= 0 || src == nil {
 		return
 	}
@@ -150,14 +155,15 @@ func (m *Monitor) loop(ctx context.Context, src Source) {
 	}
 }
 
-// Finish stops the runs during the crawl and makes the final run on the
-// crawl's final stats and duration (engine.Result's Stats and Elapsed).
-func (m *Monitor) Finish(ctx context.Context, stats map[string]float64, elapsed time.Duration) Results {
+// Finish stops the runs during the crawl and makes the final run on why
+// the crawl ended, its final stats and its duration (engine.Result's
+// Reason, Stats and Elapsed).
+func (m *Monitor) Finish(ctx context.Context, reason string, stats map[string]float64, elapsed time.Duration) Results {
 	if m == nil {
 		return Results{OK: true, Final: true, Failures: []Failure{}, Checks: []CheckResult{}}
 	}
 	m.Stop()
-	return m.Run(ctx, Snapshot{Stats: stats, Elapsed: elapsed, Final: true})
+	return m.Run(ctx, Snapshot{Stats: stats, Elapsed: elapsed, Final: true, Reason: reason})
 }
 
 // Stop ends the runs during the crawl without a final run (a crawl that

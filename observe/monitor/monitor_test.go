@@ -115,7 +115,7 @@ func TestPeriodicRuns(t *testing.T) {
 	// received is the final one).
 	step(nil)
 
-	final := m.Finish(ctx, col.Snapshot(), 41*time.Second)
+	final := m.Finish(ctx, "finished", col.Snapshot(), 41*time.Second)
 	if final.OK || !final.Final || !slices.Equal(names(final), []string{"min_items", "max_duration", "max_error_share"}) {
 		t.Errorf("final: %+v", final)
 	}
@@ -138,7 +138,7 @@ func TestPeriodicRuns(t *testing.T) {
 func TestResultsFileShape(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "sub", "monitors.json")
 	m := New(Options{Checks: []Check{MinItems{Min: 100}}, ResultsFile: file, Clock: clock.NewFake(time.Date(2026, 5, 1, 10, 0, 0, 500, time.UTC))})
-	m.Finish(context.Background(), map[string]float64{"item_scraped_count": 12}, time.Second)
+	m.Finish(context.Background(), "finished", map[string]float64{"item_scraped_count": 12}, time.Second)
 	var raw map[string]any
 	b := mustRead(t, file)
 	if err := json.Unmarshal(b, &raw); err != nil {
@@ -156,7 +156,7 @@ func TestResultsFileShape(t *testing.T) {
 	}
 	// Passing: failures is an empty list, not null.
 	m = New(Options{Checks: []Check{MinItems{Min: 1}}, ResultsFile: file})
-	m.Finish(context.Background(), map[string]float64{"item_scraped_count": 12}, time.Second)
+	m.Finish(context.Background(), "finished", map[string]float64{"item_scraped_count": 12}, time.Second)
 	if b := mustRead(t, file); !strings.Contains(string(b), `"failures": []`) || !strings.Contains(string(b), `"ok": true`) {
 		t.Errorf("passing results: %s", b)
 	}
@@ -178,14 +178,14 @@ func TestWebhookFailureIsLogged(t *testing.T) {
 	url, hooks := hook(t, http.StatusInternalServerError)
 	var log strings.Builder
 	m := New(Options{Checks: []Check{MinItems{Min: 1}}, WebhookURL: url, Log: zerolog.New(&log)})
-	r := m.Finish(context.Background(), nil, 0)
+	r := m.Finish(context.Background(), "finished", nil, 0)
 	<-hooks
 	if r.OK || !strings.Contains(log.String(), "answered 500 Internal Server Error") || strings.Contains(log.String(), "secret-token") {
 		t.Errorf("ok=%v log: %s", r.OK, log.String())
 	}
 	log.Reset()
 	m = New(Options{Checks: []Check{MinItems{Min: 1}}, WebhookURL: "http://127.0.0.1:1/hooks/secret-token", Log: zerolog.New(&log)})
-	m.Finish(context.Background(), nil, 0)
+	m.Finish(context.Background(), "finished", nil, 0)
 	if !strings.Contains(log.String(), "webhook http://127.0.0.1:1") || strings.Contains(log.String(), "secret-token") {
 		t.Errorf("log: %s", log.String())
 	}
@@ -194,13 +194,13 @@ func TestWebhookFailureIsLogged(t *testing.T) {
 // A panicking check fails alone; a nil Monitor does nothing.
 func TestPanicAndNil(t *testing.T) {
 	m := New(Options{Checks: []Check{NewCheck("boom", func(context.Context, Snapshot) Outcome { panic("oops") }), MinItems{Min: 0}}})
-	r := m.Finish(context.Background(), nil, 0)
+	r := m.Finish(context.Background(), "finished", nil, 0)
 	if r.OK || len(r.Checks) != 2 || r.Failures[0].Reason != "the check panicked: oops" || !r.Checks[1].OK {
 		t.Errorf("%+v", r)
 	}
 	var none *Monitor
 	none.Start(context.Background(), stats.New())
-	if r := none.Finish(context.Background(), nil, 0); !r.OK || none.Pipelines() != nil || none.ResultsFile() != "" {
+	if r := none.Finish(context.Background(), "finished", nil, 0); !r.OK || none.Pipelines() != nil || none.ResultsFile() != "" {
 		t.Errorf("nil monitor: %+v", r)
 	}
 	none.Stop()
@@ -279,5 +279,24 @@ func TestFromSettingsExtra(t *testing.T) {
 	m, err := FromSettings(s, []Check{MinItems{Min: 3}}, zerolog.Nop(), nil, "books")
 	if err != nil || len(m.Checks()) != 1 {
 		t.Fatalf("%v %v", m.Checks(), err)
+	}
+}
+
+// The results of an earlier crawl are removed when a crawl starts.
+func TestStartRemovesOldResults(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "monitors.json")
+	if err := (Results{OK: false, Final: true}).WriteFile(file); err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Checks: []Check{MinItems{Min: 1}}, ResultsFile: file})
+	m.Start(context.Background(), stats.New())
+	if _, err := ReadFile(file); err == nil {
+		t.Fatal("the old results file is still there")
+	}
+	if r := m.Finish(context.Background(), "finished", map[string]float64{"item_scraped_count": 1}, 0); !r.OK {
+		t.Errorf("%+v", r)
+	}
+	if r, err := ReadFile(file); err != nil || !r.OK {
+		t.Errorf("%+v %v", r, err)
 	}
 }
