@@ -25,7 +25,7 @@ const bookSchema = `{
   }
 }`
 
-func writeSchema(t *testing.T, text string) string {
+func writeSchema(t testing.TB, text string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "item.schema.json")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
