@@ -204,6 +204,9 @@ func (m *Monitor) Run(ctx context.Context, snap Snapshot) Results {
 			m.opts.Log.Error().Err(err).Str("file", path).Msg("cannot write MONITOR_RESULTS_FILE")
 		}
 	}
+	if r.OK && !snap.Final {
+		m.lastAlert = "" // recovered: the next failure alerts again
+	}
 	if m.opts.WebhookURL != "" && !r.OK {
 		key := strings.Join(failing, ",")
 		if snap.Final || key != m.lastAlert {

@@ -300,3 +300,25 @@ func TestStartRemovesOldResults(t *testing.T) {
 		t.Errorf("%+v %v", r, err)
 	}
 }
+
+// A failure that went away and comes back alerts again.
+func TestWebhookAfterRecovery(t *testing.T) {
+	url, hooks := hook(t, http.StatusOK)
+	m := New(Options{Checks: []Check{MaxErrorShare(0.1, 0)}, WebhookURL: url})
+	bad := Snapshot{Stats: map[string]float64{"downloader/request_count": 10, "downloader/exception_count": 5}}
+	good := Snapshot{Stats: map[string]float64{"downloader/request_count": 100, "downloader/exception_count": 5}}
+	ctx := context.Background()
+	var calls []bool
+	for _, s := range []Snapshot{bad, bad, good, bad} {
+		m.Run(ctx, s)
+		select {
+		case <-hooks:
+			calls = append(calls, true)
+		default:
+			calls = append(calls, false)
+		}
+	}
+	if want := []bool{true, false, false, true}; !slices.Equal(calls, want) {
+		t.Errorf("webhook calls %v, want %v", calls, want)
+	}
+}
