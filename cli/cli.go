@@ -15,7 +15,8 @@
 //
 // Exit status: 0 when the crawl ran (HTTP errors included), 2 for usage and
 // settings errors (found before the first request), 1 for fatal errors
-// (and for fetch, view and parse when no response came).
+// (and for fetch, view and parse when no response came), 3 when the crawl
+// ran but a monitor failed (ExitMonitor; see docs/monitors.md).
 package cli
 
 import (

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gocrawl/gocrawl/engine"
+	"github.com/gocrawl/gocrawl/observe/monitor"
 	"github.com/gocrawl/gocrawl/pipeline/feed"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
@@ -168,6 +169,10 @@ type CrawlSpec struct {
 	Log      zerolog.Logger
 	// Options are passed to the engine; Log and the feeds are added.
 	Options engine.Options
+	// Monitor, when not nil, validates the items before the feeds and
+	// runs its checks every MONITOR_INTERVAL during the crawl; the caller
+	// makes the final run (Finish) once everything is flushed.
+	Monitor *monitor.Monitor
 }
 
 // Crawl runs spec to the end the way `gocrawl run` does (metrics, feeds,
@@ -176,6 +181,7 @@ type CrawlSpec struct {
 func (a *App) Crawl(ctx context.Context, spec CrawlSpec) (*engine.Result, error) {
 	opts := spec.Options
 	opts.Log = spec.Log
+	opts.Pipelines = append(opts.Pipelines, spec.Monitor.Pipelines()...)
 	opts.Pipelines = append(opts.Pipelines, feed.Pipelines(spec.Feeds...)...)
 	mon, err := a.startMetrics(spec.Settings, &opts) // see metrics.go
 	if err != nil {
@@ -188,6 +194,7 @@ func (a *App) Crawl(ctx context.Context, spec CrawlSpec) (*engine.Result, error)
 	if err := mon.Start(e); err != nil {
 		return nil, UsageErrorf("cannot start spider %s: %v", spec.Spider.Name(), err)
 	}
+	spec.Monitor.Start(ctx, e.Crawler().Stats)
 	done := make(chan struct{})
 	defer close(done)
 	if a.Signals != nil {

@@ -38,7 +38,7 @@ func TestExitStatusesDocumented(t *testing.T) {
 			}
 		})
 	}
-	want := []int{cli.ExitOK, cli.ExitFatal, cli.ExitUsage}
+	want := []int{cli.ExitOK, cli.ExitFatal, cli.ExitUsage, cli.ExitMonitor}
 	slices.Sort(want)
 	if !slices.Equal(statuses, want) {
 		t.Errorf("docs/cli.md documents exit statuses %v, the code has %v", statuses, want)

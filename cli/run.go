@@ -62,7 +62,8 @@ docs/distributed.md.`,
 					dumpErr = UsageErrorf("STATS_DUMP_FILE %s: %v", path, err)
 				}
 			}
-			if err := problems(append([]error{argErr, feedErr, dumpErr}, setErrs...)...); err != nil {
+			monFileErr := checkMonitorFile(s)
+			if err := problems(append([]error{argErr, feedErr, dumpErr, monFileErr}, setErrs...)...); err != nil {
 				return err
 			}
 			logs, err := OpenLogs(s, a.Stderr)
@@ -90,7 +91,11 @@ docs/distributed.md.`,
 			if shared != nil {
 				opts.Shared = shared
 			}
-			res, err := a.Crawl(cmd.Context(), CrawlSpec{Spider: sp, Settings: s, Feeds: feeds, Log: log, Options: opts})
+			mon, err := newMonitor(s, sp, opts, log) // MONITOR_*; see monitor.go
+			if err != nil {
+				return err
+			}
+			res, err := a.Crawl(cmd.Context(), CrawlSpec{Spider: sp, Settings: s, Feeds: feeds, Log: log, Options: opts, Monitor: mon})
 			if err != nil && res != nil { // the crawl ran and ended abnormally
 				err = fmt.Errorf("%w: %w", errCrawlFailed, err)
 			}
@@ -108,7 +113,9 @@ docs/distributed.md.`,
 			if s.Bool("STATS_DUMP") {
 				logs.Summary(sp.Name(), res)
 			}
-			return err
+			// Last, once the items and the job are flushed: a failed
+			// monitor exits 3.
+			return finishMonitor(cmd.Context(), mon, res, err)
 		},
 	}
 	sf.Add(cmd)

@@ -43,6 +43,8 @@
 //     HttpAuth, HttpError/Redirect and ProxyPool/Sessions middlewares.
 //   - render.PageActor (PageActions): read by the headless browser download
 //     handler (package downloader/render).
+//   - monitor.Provider (Monitors): checks of the crawl's items and stats
+//     run with those of the MONITOR_* settings (package observe/monitor).
 //
 // Close(ctx) error is the signature of every component a crawl closes:
 // spiders, item pipelines and downloader middlewares.
