@@ -67,7 +67,8 @@ type RobotsDelaySetter interface {
 // through the scheduler, follows it one delay later (see "rescheduled"
 // below). So a host's first request, robots.txt, leaves as soon as its
 // seed is admitted, and the seed holds its global slot only while
-// robots.txt downloads. Concurrent first requests to an origin wait for
+// robots.txt downloads (not while the rate controller's start ramp paces
+// the host's first requests: robots.txt then waits its ramp step). Concurrent first requests to an origin wait for
 // one fetch.
 //
 // What each outcome means (RFC 9309, section 2.3.1):
@@ -386,10 +387,13 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObeyRobotsTxt: true, MetaDontRetry: true, "render": false}, DontFilter: true}
 	m.stat("robotstxt/request_count")
 	fctx := throttling.WithoutSlot(ctx)
-	if at, ok := throttling.SentAtFrom(ctx); ok {
+	if at, ok := throttling.SentAtFrom(ctx); ok && (m.ramp == nil || !m.ramp.StartRamps(from.Host())) {
 		// The request it is fetched for has not reached the server: the
 		// fetch goes in its turn, and the request follows one delay later
-		// (rescheduled by Check when the host has a delay).
+		// (rescheduled by Check when the host has a delay). Not while the
+		// rate controller's start ramp paces the host's first requests
+		// (delays under 50 ms): its measure of the server's first burst
+		// counts from the ramp's own steps, and a step costs nothing.
 		fctx = throttling.WithTurnOf(fctx, at)
 	}
 	res, err := m.fetchFunc(fctx, req)
