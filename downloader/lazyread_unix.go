@@ -15,6 +15,12 @@ type lazyReader struct {
 	conn net.Conn
 	raw  syscall.RawConn
 	buf  lazyBuf
+	// fillFn is fill as a function value, made once: the results of a
+	// read are left in got, n and rerr (no allocation per read).
+	fillFn func(fd uintptr) bool
+	got    *[]byte
+	n      int
+	rerr   error
 }
 
 // newLazyReader returns a lazyReader of c, or nil when c gives no access
@@ -28,7 +34,28 @@ func newLazyReader(c net.Conn) *lazyReader {
 	if err != nil {
 		return nil
 	}
-	return &lazyReader{conn: c, raw: raw}
+	l := &lazyReader{conn: c, raw: raw}
+	l.fillFn = l.fill
+	return l
+}
+
+// fill runs when the connection may have data: a buffer is taken only for
+// the read itself and given back if there is nothing to read yet (the
+// poller then waits for data, deadlines included).
+func (l *lazyReader) fill(fd uintptr) bool {
+	b := lazyReadBufs.Get().(*[]byte)
+	for {
+		l.n, l.rerr = syscall.Read(int(fd), *b)
+		if l.rerr != syscall.EINTR {
+			break
+		}
+	}
+	if l.rerr == syscall.EAGAIN {
+		lazyReadBufs.Put(b)
+		return false
+	}
+	l.got = b
+	return true
 }
 
 func (l *lazyReader) read(p []byte) (int, error) {
@@ -41,29 +68,10 @@ func (l *lazyReader) read(p []byte) (int, error) {
 	if len(p) >= lazyReadChunk {
 		return l.conn.Read(p)
 	}
-	var (
-		got  *[]byte
-		n    int
-		rerr error
-	)
-	// The function runs when the connection may have data: a buffer is
-	// taken only for the read itself and given back if there is nothing
-	// to read yet (the poller then waits for data, deadlines included).
-	err := l.raw.Read(func(fd uintptr) bool {
-		b := lazyReadBufs.Get().(*[]byte)
-		for {
-			n, rerr = syscall.Read(int(fd), *b)
-			if rerr != syscall.EINTR {
-				break
-			}
-		}
-		if rerr == syscall.EAGAIN {
-			lazyReadBufs.Put(b)
-			return false
-		}
-		got = b
-		return true
-	})
+	l.got = nil
+	err := l.raw.Read(l.fillFn)
+	got, n, rerr := l.got, l.n, l.rerr
+	l.got, l.rerr = nil, nil
 	if err != nil {
 		if got != nil {
 			lazyReadBufs.Put(got)
