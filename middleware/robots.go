@@ -68,8 +68,8 @@ type RobotsDelaySetter interface {
 // below). So a host's first request, robots.txt, leaves as soon as its
 // seed is admitted, and the seed holds its global slot only while
 // robots.txt downloads (not while the rate controller's start ramp paces
-// the host's first requests: robots.txt then waits its ramp step). Concurrent first requests to an origin wait for
-// one fetch.
+// the host's first requests: robots.txt then waits its ramp step).
+// Concurrent first requests to an origin wait for one fetch.
 //
 // What each outcome means (RFC 9309, section 2.3.1):
 //
