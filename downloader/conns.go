@@ -146,7 +146,7 @@ func (t *connTracker) dialer(dial func(ctx context.Context, network, addr string
 		for p := t.peak.Load(); n > p && !t.peak.CompareAndSwap(p, n); p = t.peak.Load() {
 		}
 		host, port, _ := net.SplitHostPort(addr)
-		tc := &trackedConn{Conn: c, t: t, host: strings.ToLower(host), port: port}
+		tc := &trackedConn{Conn: c, t: t, host: strings.ToLower(host), port: port, lr: newLazyReader(c)}
 		t.mu.Lock()
 		set := t.byHost[tc.host]
 		if set == nil {
@@ -196,6 +196,16 @@ type trackedConn struct {
 	lastWrite  atomic.Int64 // UnixNano of the last write's start
 	closing    atomic.Bool
 	once       sync.Once
+	lr         *lazyReader // nil: reads go to Conn (see lazyread.go)
+}
+
+// Read reads through the connection's lazyReader when it has one: no
+// buffer is held while the connection waits for data.
+func (c *trackedConn) Read(p []byte) (int, error) {
+	if c.lr == nil {
+		return c.Conn.Read(p)
+	}
+	return c.lr.read(p)
 }
 
 // errClosingIdle refuses a write on a connection CloseHost is closing:

@@ -237,11 +237,11 @@ func (d *Downloader) newTransport() *http.Transport {
 		// and every encoding (br included) is handled the same way.
 		DisableCompression: true,
 		TLSClientConfig:    tlsConfig,
-		// A response is read in chunks of up to 32 KB instead of net/http's
-		// 4 KB: the headers and a body of a few kilobytes come in one
-		// system call instead of two (a body larger than the buffer is
-		// read straight into the body's own buffer). 32 KB per connection.
-		ReadBufferSize: 32 << 10,
+		// net/http's 4 KB read buffer per connection: the connections'
+		// reads go through a lazyReader (lazyread.go), which reads up to
+		// 32 KB in one system call into a pooled buffer once data has
+		// come, so the headers and a body of a few kilobytes still take
+		// one system call, and an idle connection holds 4 KB, not 32.
 	}
 }
 

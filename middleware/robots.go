@@ -59,10 +59,17 @@ type RobotsDelaySetter interface {
 // (THROTTLING_ROBOTSTXT_OBEY). Create it with NewRobotsTxt.
 //
 // robots.txt is fetched through spider.Crawler.Download, so the fetch is a
-// throttled start like any other (start rate, the host's delay and
-// backoff); it does not wait for a concurrency slot of the host, because
-// the request that needs the answer already holds one. Concurrent first
-// requests to an origin wait for one fetch.
+// throttled start like any other (start rate, the host's backoff and
+// Retry-After, quotas); it does not wait for a concurrency slot of the
+// host, because the request that needs the answer already holds one, and
+// it takes that request's turn of the host's delay
+// (throttling.WithTurnOf): it is sent at once, and the request, sent back
+// through the scheduler, follows it one delay later (see "rescheduled"
+// below). So a host's first request, robots.txt, leaves as soon as its
+// seed is admitted, and the seed holds its global slot only while
+// robots.txt downloads (not while the rate controller's start ramp paces
+// the host's first requests: robots.txt then waits its ramp step).
+// Concurrent first requests to an origin wait for one fetch.
 //
 // What each outcome means (RFC 9309, section 2.3.1):
 //
@@ -105,7 +112,8 @@ type RobotsDelaySetter interface {
 //     they go out at its pace rather than together. And so are they
 //     (robotstxt/rescheduled_for_delay) when the host's scope has a delay
 //     (DOWNLOAD_DELAY, a scope's delay): the robots.txt fetch took their
-//     turn, and the server would otherwise see a request right after
+//     turn (the first one's, and the next requests wait for the delay
+//     after it), and the server would otherwise see a request right after
 //     robots.txt.
 //   - Parsed files are kept for 24 hours (RFC 9309 asks not to use a cached
 //     copy longer) in an LRU cache of ROBOTSTXT_CACHE_SIZE origins.
@@ -378,7 +386,17 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 	// render).
 	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObeyRobotsTxt: true, MetaDontRetry: true, "render": false}, DontFilter: true}
 	m.stat("robotstxt/request_count")
-	res, err := m.fetchFunc(throttling.WithoutSlot(ctx), req)
+	fctx := throttling.WithoutSlot(ctx)
+	if at, ok := throttling.SentAtFrom(ctx); ok && (m.ramp == nil || !m.ramp.StartRamps(from.Host())) {
+		// The request it is fetched for has not reached the server: the
+		// fetch goes in its turn, and the request follows one delay later
+		// (rescheduled by Check when the host has a delay). Not while the
+		// rate controller's start ramp paces the host's first requests
+		// (delays under 50 ms): its measure of the server's first burst
+		// counts from the ramp's own steps, and a step costs nothing.
+		fctx = throttling.WithTurnOf(fctx, at)
+	}
+	res, err := m.fetchFunc(fctx, req)
 	now := m.now()
 	log := m.c.Log.With().Str("url", u.String()).Logger()
 	switch {

@@ -59,8 +59,9 @@ const (
 // rcSingle reports whether the server's burst is known to be one request:
 // every request accepted empties its bucket, so a gap shorter than the
 // limit's interval is refused whatever the average. The controller's
-// interval is then a floor of every gap: its jitter only lengthens it
-// (Params) and no lateness is made up for (rcInterval).
+// interval is then a floor of every gap: its jitter only lengthens it,
+// over half its range (Params), and no lateness is made up for
+// (rcInterval).
 func (p *Policy) rcSingle() bool {
 	return p.rcBurst > 0 && p.rcBurst < 1.5 && p.rcRampMarks == nil
 }

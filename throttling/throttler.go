@@ -23,7 +23,8 @@
 // registrable.go, helpers.go (AddScope's friends UpdateScopeBackoff and
 // CacheScopes), registry.go, eviction.go (THROTTLING_SCOPE_LIMIT and
 // THROTTLING_SCOPE_MAX_IDLE, Sweep), robots.go (Crawl-delay), snapshot.go
-// (JOBDIR), view.go (View and Views, read-only views of scopes), delay.go
+// (JOBDIR), view.go (View and Views, read-only views of scopes), turn.go
+// (WithTurnOf: robots.txt in its seed's turn), delay.go
 // (throttling_delay), startrate.go (MAX_STARTS_PER_SECOND),
 // autothrottle.go (deprecated settings).
 package throttling
@@ -316,15 +317,22 @@ func MetaScopesOf(req *spider.Request) (Scopes, error) {
 func (t *Throttler) Wait(now time.Time, scopes Scopes) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.waitLocked(now, scopes, false)
+	return t.waitLocked(now, scopes, false, time.Time{})
 }
 
-func (t *Throttler) waitLocked(now time.Time, scopes Scopes, noSlot bool) time.Duration {
+// waitLocked is Wait for a request that needs no concurrency slot (noSlot)
+// or takes the turn of the request sent at turn (non-zero; see WithTurnOf,
+// which implies noSlot).
+func (t *Throttler) waitLocked(now time.Time, scopes Scopes, noSlot bool, turn time.Time) time.Duration {
 	var w time.Duration
 	for _, s := range scopes {
 		m := t.scope(s.Name, now).mgr
+		if tt, ok := m.(TurnTaker); ok && !turn.IsZero() {
+			w = max(w, tt.CanSendInTurnOf(now, turn, s.Amount))
+			continue
+		}
 		d := m.CanSend(now, s.Amount)
-		if d == UntilSlotFree && noSlot {
+		if d == UntilSlotFree && (noSlot || !turn.IsZero()) {
 			d = 0
 			if c, ok := m.(SlotFreeChecker); ok {
 				d = c.CanSendWithoutSlot(now, s.Amount)
@@ -346,13 +354,19 @@ func (t *Throttler) ScopeWait(now time.Time, scope string, amount float64) time.
 // Sent records that a request with scopes was sent at now.
 func (t *Throttler) Sent(now time.Time, scopes Scopes) {
 	t.mu.Lock()
-	t.sentLocked(now, scopes)
+	t.sentLocked(now, scopes, time.Time{})
 	t.mu.Unlock()
 }
 
-func (t *Throttler) sentLocked(now time.Time, scopes Scopes) {
+// sentLocked records a send of scopes at now; in the turn of the request
+// sent at turn when it is not zero (see WithTurnOf).
+func (t *Throttler) sentLocked(now time.Time, scopes Scopes, turn time.Time) {
 	for _, s := range scopes {
-		t.scope(s.Name, now).mgr.RecordSent(now, s.Amount)
+		m := t.scope(s.Name, now).mgr
+		if tt, ok := m.(TurnTaker); ok && !turn.IsZero() && tt.RecordSentInTurnOf(now, turn, s.Amount) {
+			continue
+		}
+		m.RecordSent(now, s.Amount)
 	}
 	t.notifyLocked(scopes)
 }
@@ -529,12 +543,16 @@ func WithoutSlot(ctx context.Context) context.Context {
 // Admit blocks until every scope of scopes allows a request, records it as
 // sent and returns the send time; it returns ctx's error if ctx ends first.
 // This is the engine-gated path: the caller holds a concurrency slot while
-// it waits (see the throttling-aware scheduler for the alternative).
+// it waits (see the throttling-aware scheduler for the alternative). Under
+// WithoutSlot it takes no slot's wait, under WithTurnOf it takes the turn
+// of a request that did not reach the server (robots.txt, fetched for a
+// host's first request, goes at once in that request's place).
 func (t *Throttler) Admit(ctx context.Context, scopes Scopes) (time.Time, error) {
 	if t.shared != nil {
 		return t.admitShared(ctx, scopes)
 	}
 	noSlot, _ := ctx.Value(noSlotKey{}).(bool)
+	turn := turnOf(ctx)
 	var err error
 	for {
 		if err := ctx.Err(); err != nil {
@@ -542,9 +560,9 @@ func (t *Throttler) Admit(ctx context.Context, scopes Scopes) (time.Time, error)
 		}
 		t.mu.Lock()
 		now := t.clock.Now()
-		w := t.waitLocked(now, scopes, noSlot)
+		w := t.waitLocked(now, scopes, noSlot, turn)
 		if w == 0 {
-			t.sentLocked(now, scopes)
+			t.sentLocked(now, scopes, turn)
 			t.mu.Unlock()
 			return now, nil
 		}

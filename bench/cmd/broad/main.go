@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,14 +38,15 @@ func main() {
 	timeout := flag.Duration("timeout", 600*time.Second, "stop the crawler after this long")
 	nofile := flag.Int("nofile", 0, "run the crawler under ulimit -n N (0: the limit in force)")
 	out := flag.String("json", "", "append the report as a JSON line to this file")
+	runnerArgs := flag.String("runner-args", "", "more flags for the crawler (bench/cmd/runner), space-separated: \"-cpuprofile cpu.pprof -heapprofile heap.pprof -heapprofile-at 90000\"")
 	flag.Parse()
-	if err := run(*name, *variant, *bin, *timeout, *nofile, *out); err != nil {
+	if err := run(*name, *variant, *bin, *timeout, *nofile, *out, strings.Fields(*runnerArgs)); err != nil {
 		fmt.Fprintln(os.Stderr, "broad:", err)
 		os.Exit(1)
 	}
 }
 
-func run(name, variant, bin string, timeout time.Duration, nofile int, out string) error {
+func run(name, variant, bin string, timeout time.Duration, nofile int, out string, extra []string) error {
 	sc, err := scenario.Find(name)
 	if err != nil {
 		return err
@@ -87,6 +89,7 @@ func run(name, variant, bin string, timeout time.Duration, nofile int, out strin
 		// still reports its responses and errors.
 		args = append(args, "-close-after", strconv.FormatFloat(max(1, (timeout-10*time.Second).Seconds()), 'f', 0, 64))
 	}
+	args = append(args, extra...)
 	runner := filepath.Join(bin, "runner")
 	cmd := exec.Command(runner, args...)
 	if nofile > 0 {
