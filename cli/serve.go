@@ -184,4 +184,3 @@ func unwrapUsage(err error) error {
 	}
 	return err
 }
-

@@ -273,12 +273,12 @@ func (s *Service) cancelJob(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	code := http.StatusAccepted
-	if j.State.Final() {
+	code := http.StatusAccepted // stopping, aborting
+	switch what {
+	case "cancelled":
+		code = http.StatusOK
+	case "ended":
 		code = http.StatusConflict
-		if what == "cancelled" {
-			code = http.StatusOK
-		}
 	}
 	writeJSON(w, code, map[string]string{"id": j.ID, "state": string(j.State), "cancel": what})
 }

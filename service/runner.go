@@ -22,6 +22,7 @@ import (
 const (
 	jobdirName  = "jobdir"      // the JOBDIR of the crawl
 	logName     = "log.jsonl"   // the crawl's log, JSON lines
+	outputName  = "output.txt"  // the crawl's standard output and error
 	itemsName   = "items.jsonl" // the items, JSON lines (-o)
 	statsName   = "stats.json"  // the STATS_DUMP_FILE
 	monitorName = "monitors.json"
@@ -201,7 +202,7 @@ func (s *Service) start(j *Job) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	out, err := os.OpenFile(filepath.Join(dir, outputName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -220,7 +221,7 @@ func (s *Service) start(j *Job) error {
 		"-s", "JOBDIR="+jobdir,
 		"-s", "METRICS_ADDR=127.0.0.1:0",
 		"-s", "STATS_DUMP_FILE="+filepath.Join(dir, statsName),
-		"-s", "LOG_FILE=",
+		"-s", "LOG_FILE="+filepath.Join(dir, logName),
 		"-s", "LOG_FORMAT=json",
 		"-s", "PROGRESS_DISPLAY=off",
 		"-o", filepath.Join(dir, itemsName))
@@ -228,14 +229,13 @@ func (s *Service) start(j *Job) error {
 	cmd.Dir = s.cfg.WorkDir
 	cmd.Env = s.cfg.Env
 	cmd.SysProcAttr = childAttr()
-	stderr, err := cmd.StderrPipe()
+	// The crawl logs to its LOG_FILE; what it writes before its log is
+	// open (or a panic) goes to a file too, not to a pipe the service
+	// would have to keep draining (a crawl must outlive a dead service).
+	cmd.Stdout, cmd.Stderr = out, out
+	err = cmd.Start()
+	out.Close()
 	if err != nil {
-		logf.Close()
-		return err
-	}
-	cmd.Stdout = logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
 		return err
 	}
 	now := s.now()
@@ -247,27 +247,26 @@ func (s *Service) start(j *Job) error {
 	s.running[j.ID] = p
 	s.met.started.Inc()
 	s.log.Info().Str("job", j.ID).Str("spider", j.Spider).Int("pid", j.PID).Msg("job started")
-	go s.watch(p, stderr, logf)
+	go s.watch(p)
 	return nil
 }
 
-// watch copies the crawl's log to its file, reads what the service shows
-// from it, and records how the process ended.
-func (s *Service) watch(p *proc, stderr io.Reader, logf *os.File) {
+// watch follows the crawl's log while it runs (the live report's
+// address, progress lines, errors) and records how the process ended.
+func (s *Service) watch(p *proc) {
 	defer close(p.done)
-	r := bufio.NewReaderSize(stderr, 64<<10)
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 {
-			logf.Write(line)
-			p.noteLog(line)
+	waited := make(chan error, 1)
+	go func() { waited <- p.cmd.Wait() }()
+	tail := &logTail{path: filepath.Join(s.jobDir(p.job.ID), logName)}
+	var werr error
+	for loop := true; loop; {
+		select {
+		case werr = <-waited:
+			loop = false
+		case <-time.After(250 * time.Millisecond):
 		}
-		if err != nil {
-			break
-		}
+		tail.read(p.noteLog)
 	}
-	werr := p.cmd.Wait()
-	logf.Close()
 	j := p.job
 	p.mu.Lock()
 	stopping, cancels, lastError := p.stopping, p.cancels, p.lastError
@@ -325,6 +324,8 @@ func (s *Service) watch(p *proc, stderr io.Reader, logf *os.File) {
 		}
 		if lastError != "" {
 			reason += ": " + lastError
+		} else if out := lastLines(filepath.Join(s.jobDir(j.ID), outputName), 3); out != "" {
+			reason += ": " + out
 		}
 	}
 	var c *int
@@ -345,6 +346,9 @@ func (s *Service) watch(p *proc, stderr io.Reader, logf *os.File) {
 // finish records a job's final state; s.mu is held.
 func (s *Service) finish(j *Job, state State, reason string, code *int) {
 	now := s.now()
+	if reason == "" {
+		reason = j.Reason // keep "resumed after a restart"
+	}
 	j.State, j.Reason, j.Ended, j.ExitCode, j.PID = state, reason, &now, code, 0
 	if err := s.db.updateJob(context.Background(), j); err != nil {
 		s.log.Error().Err(err).Str("job", j.ID).Msg("recording the job's end")
@@ -388,7 +392,8 @@ func (p *proc) noteLog(line []byte) {
 // Cancel stops job id: a queued job is cancelled at once; a running one is
 // asked to stop gracefully (SIGTERM: nothing new is sent, in-flight
 // requests finish, the state is saved), and a second Cancel aborts it. It
-// returns the job and what was done: "cancelled", "stopping", "aborting".
+// returns the job and what was done: "cancelled", "stopping", "aborting",
+// or "ended" for a job that had already ended.
 func (s *Service) Cancel(ctx context.Context, id string) (*Job, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -410,7 +415,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (*Job, string, error) {
 		return nil, "", err
 	}
 	if j.State != Queued {
-		return j, string(j.State), nil
+		return j, "ended", nil
 	}
 	s.finish(j, Cancelled, "cancelled before it started", nil)
 	return j, "cancelled", nil
@@ -461,4 +466,43 @@ func (s *Service) awaitGone(ctx context.Context, j *Job) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// logTail reads the lines a growing file gets, from where it stopped.
+type logTail struct {
+	path    string
+	off     int64
+	pending []byte
+}
+
+func (t *logTail) read(line func([]byte)) {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.Seek(t.off, io.SeekStart); err != nil {
+		return
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	for {
+		b, err := r.ReadBytes('\n')
+		t.off += int64(len(b))
+		t.pending = append(t.pending, b...)
+		if err != nil {
+			return
+		}
+		line(t.pending)
+		t.pending = t.pending[:0]
+	}
+}
+
+// lastLines returns the last n lines of a small file, joined by " | ".
+func lastLines(path string, n int) string {
+	b, err := tailFile(path, n)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines, " | ")
 }

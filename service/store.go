@@ -51,7 +51,7 @@ type Job struct {
 	Created         time.Time        `json:"created"`
 	Started         *time.Time       `json:"started,omitempty"`
 	Ended           *time.Time       `json:"ended,omitempty"`
-	PID             int              `json:"-"`
+	PID             int              `json:"pid,omitempty"` // the crawl process, while it runs
 }
 
 // Schedule starts a job of a spider at the times of a cron expression.
