@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -256,5 +256,32 @@ func TestToken(t *testing.T) {
 	resp.Body.Close()
 	if resp, err := client.Get(sv.url + "/api/jobs"); err != nil || resp.StatusCode != 200 {
 		t.Errorf("API call with the cookie: %v %v", resp, err)
+	}
+}
+
+// TestScheduleNoOverlap: a schedule whose job still runs skips its next
+// runs (no overlap by default).
+func TestScheduleNoOverlap(t *testing.T) {
+	st := newSite(t, 7, 1)
+	sv := startServer(t, t.TempDir(), nil)
+	code, out := sv.call("POST", "/api/schedules", map[string]any{"spider": "site", "cron": "@every 1s", "args": map[string]string{"start_urls": st.start()}})
+	if code != 201 {
+		t.Fatalf("POST /api/schedules: %d %v", code, out)
+	}
+	id := out["id"].(string)
+	waitFor(t, "a skipped run", func() bool {
+		_, m := sv.raw("GET", "/metrics", nil, "")
+		return strings.Contains(string(m), "gocrawl_serve_schedule_skipped_runs_total 1")
+	})
+	_, list := sv.call("GET", "/api/jobs?schedule="+id, nil)
+	if jobs := list["jobs"].([]any); len(jobs) != 1 || jobs[0].(map[string]any)["state"] != "running" {
+		t.Errorf("jobs of the schedule while its first runs: %v", list)
+	}
+	if code, _ := sv.call("DELETE", "/api/schedules/"+id, nil); code != 204 {
+		t.Errorf("DELETE: %d", code)
+	}
+	_, scs := sv.call("GET", "/api/schedules", nil)
+	if n := len(scs["schedules"].([]any)); n != 0 {
+		t.Errorf("%d schedules after the delete", n)
 	}
 }

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -18,6 +20,14 @@ func parseCron(expr string) (cron.Schedule, error) {
 		return nil, badRequest("a schedule needs a cron expression, e.g. \"0 3 * * *\" (03:00 every day) or \"@every 6h\"")
 	}
 	sched, err := cronParser.Parse(expr)
+	if err == nil {
+		if d, ok := strings.CutPrefix(expr, "@every "); ok {
+			// The parser takes any duration and rounds it up to a second.
+			if every, perr := time.ParseDuration(strings.TrimSpace(d)); perr == nil && every < time.Second {
+				err = fmt.Errorf("@every needs a duration of at least 1s, got %s", d)
+			}
+		}
+	}
 	if err != nil {
 		return nil, badRequest("cron expression %q: %v (want minute hour day-of-month month day-of-week, e.g. \"0 3 * * *\", or @hourly, @daily, @every 6h)", expr, err)
 	}
