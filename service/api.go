@@ -231,6 +231,9 @@ func (s *Service) listJobs(w http.ResponseWriter, r *http.Request) {
 type jobView struct {
 	*Job
 	Progress map[string]any `json:"progress,omitempty"`
+	// Stopping is true once a running job was asked to cancel: the next
+	// cancel aborts it.
+	Stopping bool `json:"stopping,omitempty"`
 }
 
 func (s *Service) view(j *Job) jobView {
@@ -240,6 +243,9 @@ func (s *Service) view(j *Job) jobView {
 	s.mu.Unlock()
 	if p != nil {
 		_, v.Progress = p.snapshot()
+		p.mu.Lock()
+		v.Stopping = p.cancels > 0
+		p.mu.Unlock()
 	}
 	return v
 }

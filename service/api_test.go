@@ -284,4 +284,5 @@ func TestScheduleNoOverlap(t *testing.T) {
 	if n := len(scs["schedules"].([]any)); n != 0 {
 		t.Errorf("%d schedules after the delete", n)
 	}
+	st.release() // the service's stop need not wait for the held request
 }

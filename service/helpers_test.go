@@ -159,10 +159,13 @@ func startServer(t *testing.T, dir string, env []string, args ...string) *server
 	}
 	go func() { cmd.Wait(); close(sv.done) }()
 	t.Cleanup(func() {
-		sv.stop()
 		if t.Failed() {
+			// Its jobs may wait at a site's gate: do not wait for them.
+			sv.crash()
 			t.Logf("serve's log:\n%s", sv.stderr.String())
+			return
 		}
+		sv.stop()
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {

@@ -92,8 +92,14 @@ func TestScheduleFires(t *testing.T) {
 	if n := scheduleJobs(t, s, sc.ID); n != 0 {
 		t.Fatalf("%d jobs before the schedule's time", n)
 	}
-	clk.Advance(time.Hour)
 	deadline := time.Now().Add(time.Minute)
+	for clk.Pending() == 0 { // the schedule loop's timer
+		if time.Now().After(deadline) {
+			t.Fatal("the schedule loop did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	clk.Advance(time.Hour)
 	for scheduleJobs(t, s, sc.ID) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the schedule did not start a job")

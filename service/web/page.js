@@ -63,8 +63,7 @@ document.addEventListener("click", async (ev) => {
   const t = ev.target;
   try {
     if (t.dataset.cancel) {
-      const res = await call("POST", "/api/jobs/" + encodeURIComponent(t.dataset.cancel) + "/cancel");
-      t.textContent = res.cancel === "stopping" ? "Abort" : "Cancel";
+      await call("POST", "/api/jobs/" + encodeURIComponent(t.dataset.cancel) + "/cancel");
       await refreshJobs();
     } else if (t.dataset.deleteSchedule) {
       await call("DELETE", "/api/schedules/" + encodeURIComponent(t.dataset.deleteSchedule));
