@@ -16,6 +16,7 @@ import (
 // site: refused jobs (400 naming the problem), the items streamed while
 // the crawl runs, the log, stats, report and metrics once it finished.
 func TestAPIEndToEnd(t *testing.T) {
+	t.Parallel() // each test has its own site, service and directory
 	st := newSite(t, 15, 3) // /p/0../p/2 answer at once, the rest wait
 	sv := startServer(t, t.TempDir(), nil, "-s", "SERVE_MAX_BODY=2000")
 
@@ -123,6 +124,7 @@ func TestAPIEndToEnd(t *testing.T) {
 // SERVE_MAX_JOBS run, a queued job is cancelled at once, a running one
 // stops gracefully on the first cancel and aborts on the second.
 func TestCancel(t *testing.T) {
+	t.Parallel() // each test has its own site, service and directory
 	st := newSite(t, 7, 1)
 	sv := startServer(t, t.TempDir(), nil, "--max-jobs", "1")
 	// SHUTDOWN_GRACE keeps the graceful stop waiting for the held request.
@@ -157,6 +159,7 @@ func TestCancel(t *testing.T) {
 // TestKilledJob kills a job's process with SIGKILL: the service stays up,
 // marks the job failed and runs the next one.
 func TestKilledJob(t *testing.T) {
+	t.Parallel() // each test has its own site, service and directory
 	st := newSite(t, 7, 1)
 	sv := startServer(t, t.TempDir(), nil)
 	id := sv.submit(st, nil)
@@ -179,8 +182,10 @@ func TestKilledJob(t *testing.T) {
 // in the same directory resumes it (SERVE_RECOVER=resume) to the end, or
 // marks it failed (SERVE_RECOVER=fail).
 func TestRestart(t *testing.T) {
+	t.Parallel() // each test has its own site, service and directory
 	for _, recover := range []string{"resume", "fail"} {
 		t.Run(recover, func(t *testing.T) {
+			t.Parallel()
 			st := newSite(t, 15, 3)
 			dir := t.TempDir()
 			sv := startServer(t, dir, nil)
@@ -224,6 +229,7 @@ func alive(pid int) bool {
 // with one, a missing or wrong token gets 401 without detail, the right
 // one (header or the page's cookie) passes.
 func TestToken(t *testing.T) {
+	t.Parallel() // each test has its own site, service and directory
 	cmd := exec.Command(osArgs0(), "serve", "--addr", "0.0.0.0:0", "--dir", t.TempDir())
 	cmd.Env = append(cleanEnv(), childEnv+"=1")
 	out, err := cmd.CombinedOutput()
@@ -262,6 +268,7 @@ func TestToken(t *testing.T) {
 // TestScheduleNoOverlap: a schedule whose job still runs skips its next
 // runs (no overlap by default).
 func TestScheduleNoOverlap(t *testing.T) {
+	t.Parallel() // each test has its own site, service and directory
 	st := newSite(t, 7, 1)
 	sv := startServer(t, t.TempDir(), nil)
 	code, out := sv.call("POST", "/api/schedules", map[string]any{"spider": "site", "cron": "@every 1s", "args": map[string]string{"start_urls": st.start()}})

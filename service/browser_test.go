@@ -12,6 +12,7 @@ import (
 // page: schedule a crawl (a bad cron expression first), watch its job's
 // log, delete the schedule, cancel the job (graceful, then abort).
 func TestPageInBrowser(t *testing.T) {
+	t.Parallel() // each test has its own site, service and directory
 	st := newSite(t, 7, 1)
 	sv := startServer(t, t.TempDir(), nil)
 	b := browsertest.New(t, 1200, 900)

@@ -100,15 +100,25 @@ func TestScheduleFires(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	clk.Advance(time.Hour)
-	for scheduleJobs(t, s, sc.ID) == 0 {
+	var sc1 *Schedule
+	for { // the run is recorded after its job is queued
+		scs, err := s.db.schedules(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc1 = scs[0]; sc1.LastRun != nil {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("the schedule did not start a job")
+			t.Fatal("the schedule did not run")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	scs, _ := s.db.schedules(context.Background())
-	if want := t0.Add(2 * time.Hour); !scs[0].NextRun.Equal(want) || scs[0].LastRun == nil {
-		t.Errorf("after the run: next %v (want %v), last %v", scs[0].NextRun, want, scs[0].LastRun)
+	if n := scheduleJobs(t, s, sc.ID); n != 1 {
+		t.Errorf("%d jobs after one run, want 1", n)
+	}
+	if want := t0.Add(2 * time.Hour); !sc1.NextRun.Equal(want) || !sc1.LastRun.Equal(t0.Add(time.Hour)) {
+		t.Errorf("after the run: next %v (want %v), last %v", sc1.NextRun, want, sc1.LastRun)
 	}
 }
 
