@@ -443,25 +443,34 @@ func (s *Service) jobReport(w http.ResponseWriter, r *http.Request) {
 		if live, _ := p.snapshot(); live != "" {
 			target, err := url.Parse(live)
 			if err == nil {
-				rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
-					pr.SetURL(target)
-					pr.Out.URL.Path = "/"
-					pr.Out.Header.Del("Authorization")
-					pr.Out.Header.Del("Cookie")
-				}}
+				rp := &httputil.ReverseProxy{
+					Rewrite: func(pr *httputil.ProxyRequest) {
+						pr.SetURL(target)
+						pr.Out.URL.Path = "/"
+						pr.Out.Header.Del("Authorization")
+						pr.Out.Header.Del("Cookie")
+					},
+					// The crawl has just ended: its dump is, or will be, there.
+					ErrorHandler: func(w http.ResponseWriter, r *http.Request, _ error) { s.finalReport(w, j) },
+				}
 				rp.ServeHTTP(w, r)
 				return
 			}
 		}
 	}
-	d, err := report.Load(filepath.Join(s.jobDir(id), statsName))
+	s.finalReport(w, j)
+}
+
+// finalReport renders the report of job j's stats dump, or a page that
+// says there is none yet and reloads itself.
+func (s *Service) finalReport(w http.ResponseWriter, j *Job) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	d, err := report.Load(filepath.Join(s.jobDir(j.ID), statsName))
 	if err != nil {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Refresh", "3")
 		fmt.Fprintf(w, "<!doctype html><meta charset=utf-8><title>report</title><p>No report yet: the job is %s.</p>", j.State)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	report.Write(w, d, report.Options{Scopes: 50})
 }
 

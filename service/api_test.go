@@ -16,7 +16,7 @@ import (
 // site: refused jobs (400 naming the problem), the items streamed while
 // the crawl runs, the log, stats, report and metrics once it finished.
 func TestAPIEndToEnd(t *testing.T) {
-	t.Parallel() // each test has its own site, service and directory
+	t.Parallel()
 	st := newSite(t, 15, 3) // /p/0../p/2 answer at once, the rest wait
 	sv := startServer(t, t.TempDir(), nil, "-s", "SERVE_MAX_BODY=2000")
 
@@ -69,6 +69,10 @@ func TestAPIEndToEnd(t *testing.T) {
 	if j := sv.job(id); j["state"] != "running" {
 		t.Fatalf("job %s while its crawl waits, want running", j["state"])
 	}
+	waitFor(t, "the live report", func() bool {
+		code, page := sv.raw("GET", "/api/jobs/"+id+"/report", nil, "")
+		return code == 200 && strings.Contains(string(page), "gocrawl report")
+	})
 	if got, _ := sv.call("GET", "/api/jobs?state=running&spider=site", nil); got != 200 {
 		t.Fatalf("list: %d", got)
 	}
@@ -124,7 +128,7 @@ func TestAPIEndToEnd(t *testing.T) {
 // SERVE_MAX_JOBS run, a queued job is cancelled at once, a running one
 // stops gracefully on the first cancel and aborts on the second.
 func TestCancel(t *testing.T) {
-	t.Parallel() // each test has its own site, service and directory
+	t.Parallel()
 	st := newSite(t, 7, 1)
 	sv := startServer(t, t.TempDir(), nil, "--max-jobs", "1")
 	// SHUTDOWN_GRACE keeps the graceful stop waiting for the held request.
@@ -159,7 +163,7 @@ func TestCancel(t *testing.T) {
 // TestKilledJob kills a job's process with SIGKILL: the service stays up,
 // marks the job failed and runs the next one.
 func TestKilledJob(t *testing.T) {
-	t.Parallel() // each test has its own site, service and directory
+	t.Parallel()
 	st := newSite(t, 7, 1)
 	sv := startServer(t, t.TempDir(), nil)
 	id := sv.submit(st, nil)
@@ -182,7 +186,7 @@ func TestKilledJob(t *testing.T) {
 // in the same directory resumes it (SERVE_RECOVER=resume) to the end, or
 // marks it failed (SERVE_RECOVER=fail).
 func TestRestart(t *testing.T) {
-	t.Parallel() // each test has its own site, service and directory
+	t.Parallel()
 	for _, recover := range []string{"resume", "fail"} {
 		t.Run(recover, func(t *testing.T) {
 			t.Parallel()
@@ -229,7 +233,7 @@ func alive(pid int) bool {
 // with one, a missing or wrong token gets 401 without detail, the right
 // one (header or the page's cookie) passes.
 func TestToken(t *testing.T) {
-	t.Parallel() // each test has its own site, service and directory
+	t.Parallel()
 	cmd := exec.Command(osArgs0(), "serve", "--addr", "0.0.0.0:0", "--dir", t.TempDir())
 	cmd.Env = append(cleanEnv(), childEnv+"=1")
 	out, err := cmd.CombinedOutput()
@@ -268,7 +272,7 @@ func TestToken(t *testing.T) {
 // TestScheduleNoOverlap: a schedule whose job still runs skips its next
 // runs (no overlap by default).
 func TestScheduleNoOverlap(t *testing.T) {
-	t.Parallel() // each test has its own site, service and directory
+	t.Parallel()
 	st := newSite(t, 7, 1)
 	sv := startServer(t, t.TempDir(), nil)
 	code, out := sv.call("POST", "/api/schedules", map[string]any{"spider": "site", "cron": "@every 1s", "args": map[string]string{"start_urls": st.start()}})
@@ -292,4 +296,27 @@ func TestScheduleNoOverlap(t *testing.T) {
 		t.Errorf("%d schedules after the delete", n)
 	}
 	st.release() // the service's stop need not wait for the held request
+}
+
+// TestMonitorFailure: a crawl that exits 3 (its monitors failed) makes a
+// failed job with the reasons of its monitors.json, counted in the
+// metrics.
+func TestMonitorFailure(t *testing.T) {
+	t.Parallel()
+	st := newSite(t, 3, 3)
+	sv := startServer(t, t.TempDir(), []string{monitorFailEnv + "=1"})
+	id := sv.submit(st, nil)
+	j := sv.waitState(id, "failed")
+	if r := j["reason"].(string); r != "monitors failed: min_items: 12 items, fewer than MONITOR_MIN_ITEMS 100" {
+		t.Errorf("reason %q", r)
+	}
+	if f := mustJSON(j["monitor_failures"]); f != `[{"monitor":"min_items","reason":"12 items, fewer than MONITOR_MIN_ITEMS 100"}]` {
+		t.Errorf("monitor_failures %s", f)
+	}
+	_, m := sv.raw("GET", "/metrics", nil, "")
+	for _, want := range []string{`gocrawl_serve_monitor_failures_total{monitor="min_items"} 1`, "gocrawl_serve_monitor_failed_jobs_total 1", `gocrawl_serve_jobs{state="failed"} 1`} {
+		if !strings.Contains(string(m), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }

@@ -12,7 +12,7 @@ import (
 // page: schedule a crawl (a bad cron expression first), watch its job's
 // log, delete the schedule, cancel the job (graceful, then abort).
 func TestPageInBrowser(t *testing.T) {
-	t.Parallel() // each test has its own site, service and directory
+	t.Parallel()
 	st := newSite(t, 7, 1)
 	sv := startServer(t, t.TempDir(), nil)
 	b := browsertest.New(t, 1200, 900)
@@ -80,7 +80,10 @@ func TestPageInBrowser(t *testing.T) {
 		_, scs := sv.call("GET", "/api/schedules", nil)
 		return len(scs["schedules"].([]any)) == 0
 	})
-	b.Navigate(sv.url + "/?job=" + jobID)
+	waitFor(t, "the page to drop the deleted schedule", func() bool {
+		b.Eval(`document.querySelector('[data-schedule]') === null`, &ok)
+		return ok
+	})
 	cancel := fmt.Sprintf(`document.querySelector('[data-cancel=%q]')`, jobID)
 	b.Eval(cancel+`.click(), true`, &ok)
 	var label string

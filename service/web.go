@@ -56,7 +56,8 @@ type pageData struct {
 
 // page renders the web page: jobs, schedules, the forms to start a job and
 // add a schedule, and with ?job=ID that job's live report and log tail.
-// ?part=jobs renders the jobs table alone (the page's script refreshes it).
+// ?part=jobs and ?part=schedules render one table alone (the page's
+// script refreshes them).
 func (s *Service) page(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	jobs, err := s.db.jobs(ctx, JobFilter{Limit: 100})
@@ -70,12 +71,13 @@ func (s *Service) page(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'self'")
-	if r.URL.Query().Get("part") == "jobs" {
-		pageTmpl.ExecuteTemplate(w, "jobs", d)
-		return
-	}
 	if d.Schedules, err = s.db.schedules(ctx); err != nil {
 		s.fail(w, err)
+		return
+	}
+	switch part := r.URL.Query().Get("part"); part {
+	case "jobs", "schedules":
+		pageTmpl.ExecuteTemplate(w, part, d)
 		return
 	}
 	if id := r.URL.Query().Get("job"); id != "" {

@@ -53,7 +53,8 @@ for (const form of document.querySelectorAll("form[data-api]")) {
       if (form.id === "start") {
         location.href = "/?job=" + encodeURIComponent(res.id) + "#job";
       } else {
-        location.reload();
+        form.reset();
+        await refreshPart("schedules");
       }
     } catch (e) { show(e); }
   });
@@ -64,17 +65,18 @@ document.addEventListener("click", async (ev) => {
   try {
     if (t.dataset.cancel) {
       await call("POST", "/api/jobs/" + encodeURIComponent(t.dataset.cancel) + "/cancel");
-      await refreshJobs();
+      await refreshPart("jobs");
     } else if (t.dataset.deleteSchedule) {
       await call("DELETE", "/api/schedules/" + encodeURIComponent(t.dataset.deleteSchedule));
-      location.reload();
+      await refreshPart("schedules");
     }
   } catch (e) { show(e); }
 });
 
-async function refreshJobs() {
-  const resp = await fetch("/?part=jobs");
-  if (resp.ok) document.getElementById("jobs").innerHTML = await resp.text();
+// refreshPart replaces the jobs or schedules table with the server's.
+async function refreshPart(part) {
+  const resp = await fetch("/?part=" + part);
+  if (resp.ok) document.getElementById(part).innerHTML = await resp.text();
 }
 
 const jobHead = document.getElementById("job");
@@ -95,7 +97,7 @@ async function refreshLog() {
 
 async function tick() {
   try {
-    await refreshJobs();
+    await refreshPart("jobs");
     await refreshLog();
   } catch (e) { /* the service may be restarting: try again later */ }
 }
