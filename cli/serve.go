@@ -49,7 +49,7 @@ See docs/service.md.`,
     -d '{"spider": "follow", "args": {"start_urls": "https://example.com/"}}'`,
 		Args: ExactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := sf.LoadStandalone(a)
+			s, err := sf.Load(a, nil)
 			if err != nil {
 				return err
 			}

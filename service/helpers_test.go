@@ -195,6 +195,9 @@ func startServer(t *testing.T, dir string, env []string, args ...string) *server
 			return
 		}
 		sv.stop()
+		if strings.Contains(sv.stderr.String(), "DATA RACE") { // a -race build of the service
+			t.Errorf("the service had a data race:\n%s", sv.stderr.String())
+		}
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {

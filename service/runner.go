@@ -283,9 +283,9 @@ func (s *Service) watch(p *proc) {
 		// The service stops: the job stays "running" for the next one.
 		s.mu.Lock()
 		delete(s.running, j.ID)
-		s.mu.Unlock()
 		j.PID = 0
 		s.db.updateJob(context.Background(), j)
+		s.mu.Unlock()
 		return
 	case cancels > 0:
 		state, reason = Cancelled, "cancelled"
@@ -334,12 +334,9 @@ func (s *Service) watch(p *proc) {
 	}
 	s.mu.Lock()
 	delete(s.running, j.ID)
+	j.MonitorFailures = failures
 	s.finish(j, state, reason, c)
 	s.mu.Unlock()
-	if failures != nil {
-		j.MonitorFailures = failures
-		s.db.updateJob(context.Background(), j)
-	}
 	s.poke()
 }
 
@@ -403,12 +400,13 @@ func (s *Service) Cancel(ctx context.Context, id string) (*Job, string, error) {
 		n := p.cancels
 		p.mu.Unlock()
 		p.signal(syscall.SIGTERM) // the crawl's first signal stops it, the second aborts
+		j := *p.job // a copy: the job's watcher changes it under s.mu
 		if n == 1 {
 			s.log.Info().Str("job", id).Msg("stopping the job gracefully")
-			return p.job, "stopping", nil
+			return &j, "stopping", nil
 		}
 		s.log.Info().Str("job", id).Msg("aborting the job")
-		return p.job, "aborting", nil
+		return &j, "aborting", nil
 	}
 	j, err := s.db.job(ctx, id)
 	if err != nil {
