@@ -399,7 +399,8 @@ func (s *Service) Cancel(ctx context.Context, id string) (*Job, string, error) {
 		p.cancels++
 		n := p.cancels
 		p.mu.Unlock()
-		p.signal(syscall.SIGTERM) // the crawl's first signal stops it, the second aborts
+		// The crawl's first signal stops it, the second aborts it.
+		p.signal(syscall.SIGTERM)
 		j := *p.job // a copy: the job's watcher changes it under s.mu
 		if n == 1 {
 			s.log.Info().Str("job", id).Msg("stopping the job gracefully")
