@@ -50,9 +50,9 @@ func (s *Service) Handler() http.Handler {
 }
 
 // guard checks every request: the token (when set) in constant time, the
-// Host of a tokenless service (a loopback name, against DNS rebinding), a
-// JSON body for writes (a cross-site form cannot send one), and caps the
-// body.
+// Host of a tokenless service (a loopback name, against DNS rebinding),
+// for writes the Origin (none, or the service's own) and a JSON body (a
+// cross-site form cannot send one), and caps the body.
 func (s *Service) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.token != nil {
@@ -76,6 +76,14 @@ func (s *Service) guard(next http.Handler) http.Handler {
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// A page of another site may post a form here (a browser
+			// sends it with its Origin): only the service's own page may.
+			if o := r.Header.Get("Origin"); o != "" {
+				if u, err := url.Parse(o); err != nil || u.Host != r.Host {
+					httpError(w, http.StatusForbidden, "cross-origin request refused (Origin %q)", o)
+					return
+				}
+			}
 			if r.ContentLength != 0 && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 				httpError(w, http.StatusUnsupportedMediaType, "send the body as JSON (Content-Type: application/json)")
 				return

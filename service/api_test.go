@@ -116,6 +116,12 @@ func TestAPIEndToEnd(t *testing.T) {
 	if code, _ := sv.call("GET", "/api/jobs/nosuchjob", nil); code != 404 {
 		t.Errorf("unknown job: %d", code)
 	}
+	// Another site's page cannot post to the service.
+	req, _ = http.NewRequest("POST", sv.url+"/api/jobs/"+id+"/cancel", nil)
+	req.Header.Set("Origin", "http://attacker.example")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 403 {
+		t.Errorf("cross-origin POST: %v %v", resp.StatusCode, err)
+	}
 	// A tokenless service answers loopback names only.
 	req, _ = http.NewRequest("GET", sv.url+"/api/jobs", nil)
 	req.Host = "attacker.example"
