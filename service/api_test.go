@@ -187,14 +187,16 @@ func TestKilledJob(t *testing.T) {
 	sv.waitState(next, "finished")
 }
 
-// TestRestart kills the service with SIGKILL while a job runs: the crawl
-// gets SIGTERM from the kernel and saves its JOBDIR, and the next service
-// in the same directory resumes it (SERVE_RECOVER=resume) to the end, or
-// marks it failed (SERVE_RECOVER=fail).
+// TestRestart stops the service while a job runs, with SIGKILL (the crawl
+// gets SIGTERM from the kernel and saves its JOBDIR) or gracefully (the
+// service stops the crawl itself), and the next service in the same
+// directory resumes the job (SERVE_RECOVER=resume) to the end, or marks it
+// failed (SERVE_RECOVER=fail).
 func TestRestart(t *testing.T) {
 	t.Parallel()
-	for _, recover := range []string{"resume", "fail"} {
-		t.Run(recover, func(t *testing.T) {
+	for _, tt := range []struct{ stop, recover string }{{"crash", "resume"}, {"crash", "fail"}, {"graceful", "resume"}} {
+		recover := tt.recover
+		t.Run(tt.stop+"-"+recover, func(t *testing.T) {
 			t.Parallel()
 			st := newSite(t, 15, 3)
 			dir := t.TempDir()
@@ -202,8 +204,13 @@ func TestRestart(t *testing.T) {
 			id := sv.submit(st, nil)
 			waitFor(t, "the crawl to reach the gate", func() bool { return st.held() > 0 })
 			pid := int(sv.job(id)["pid"].(float64))
-			sv.crash()
-			st.release()
+			if tt.stop == "crash" {
+				sv.crash()
+				st.release()
+			} else {
+				st.release()
+				sv.stop()
+			}
 			sv = startServer(t, dir, nil, "-s", "SERVE_RECOVER="+recover)
 			if alive(pid) {
 				t.Errorf("the new service started the job while its old process %d ran", pid)
