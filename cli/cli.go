@@ -1,7 +1,8 @@
 // Package cli is gocrawl's command line: `gocrawl run`, `list`,
 // `settings`, `jobs`, `report`, `version`; `fetch`, `view`, `parse` and
 // `shell` to look at one page the way a crawl does; `new` and `genspider`
-// to make projects and spiders. A project gets the same command line for
+// to make projects and spiders; `serve`, the crawl service (package
+// service) that runs the program's spiders as jobs. A project gets the same command line for
 // its own spiders with one call:
 //
 //	func main() { cli.Main(&myspider.Spider{}) }
@@ -126,7 +127,7 @@ func addCommand(build Command) { commands = append(commands, build) }
 
 // Program is a command line built on gocrawl: the spiders it can run and
 // any commands it adds to the built-in ones (run, list, settings, jobs,
-// report, fetch, view, parse, shell, new, genspider, version).
+// report, fetch, view, parse, shell, new, genspider, serve, version).
 //
 //	func main() {
 //		cli.Program{Spiders: []spider.Spider{&myspider.Spider{}}, Commands: []cli.Command{deployCommand}}.Main()
