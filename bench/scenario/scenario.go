@@ -125,6 +125,8 @@ func All() []Scenario {
 				{Name: "gocrawl-follow-jobdir", Crawler: "gocrawl", Spider: "follow", JobDir: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 				// The follow crawl archived as WARC (docs/archive.md).
 				{Name: "gocrawl-follow-warc", Crawler: "gocrawl", Spider: "follow", Warc: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+				// The same with the records stored uncompressed.
+				{Name: "gocrawl-follow-warc-store", Crawler: "gocrawl", Spider: "follow", Warc: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0, "WARC_GZIP_LEVEL": 0})},
 				{Name: "colly", Crawler: "colly"},
 				// The bare loop on fasthttp's client instead of net/http's:
 				// how much of the bare loop's cost is its HTTP client

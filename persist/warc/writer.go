@@ -185,10 +185,30 @@ func (w *Writer) Write(ex *Exchange) (revisit bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if err := w.commit(p); err != nil {
+	err = w.commit(p)
+	putBuf(p.data)
+	if err != nil {
 		return false, err
 	}
 	return revisit, nil
+}
+
+// bufPool holds the buffers of compressed exchanges, given back once
+// written: a crawl's exchanges are mostly of similar sizes.
+var bufPool sync.Pool
+
+// getBuf returns an empty buffer of at least n bytes of capacity.
+func getBuf(n int) []byte {
+	if b, ok := bufPool.Get().(*[]byte); ok && cap(*b) >= n {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+func putBuf(b []byte) {
+	if cap(b) <= 1<<20 { // a huge one is left to the collector
+		bufPool.Put(&b)
+	}
 }
 
 // prepare compresses ex's records, ready for commit.
@@ -252,7 +272,7 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 	}
 
 	p = &pending{}
-	p.data = make([]byte, 0, len(ex.Request)+len(ex.ResponseHead)+len(ex.Payload)/2+1024)
+	p.data = getBuf(len(ex.Request) + len(ex.ResponseHead) + len(ex.Payload) + 2048)
 	if p.data, err = w.compress(p.data, reqH, ex.Request); err != nil {
 		return nil, false, err
 	}

@@ -440,7 +440,7 @@ func table(runs []*run) []row {
 	return rows
 }
 
-var variantOrder = []string{"bare", "gocrawl", "gocrawl-follow", "gocrawl-follow-jobdir", "gocrawl-follow-warc", "gocrawl-follow-nospill", "gocrawl-rampup", "colly", "bare-fasthttp", "gocrawl-follow-fasthttp"}
+var variantOrder = []string{"bare", "gocrawl", "gocrawl-follow", "gocrawl-follow-jobdir", "gocrawl-follow-warc", "gocrawl-follow-warc-store", "gocrawl-follow-nospill", "gocrawl-rampup", "colly", "bare-fasthttp", "gocrawl-follow-fasthttp"}
 
 // ratio is a column of the table: num's value over den's.
 type ratio struct{ name, num, den string }
@@ -452,6 +452,7 @@ var ratios = []ratio{
 	{"follow/colly", "gocrawl-follow", "colly"},
 	{"jobdir/memory", "gocrawl-follow-jobdir", "gocrawl-follow"},
 	{"warc/memory", "gocrawl-follow-warc", "gocrawl-follow"},
+	{"warc-store/memory", "gocrawl-follow-warc-store", "gocrawl-follow"},
 	{"spill/nospill", "gocrawl-follow", "gocrawl-follow-nospill"},
 	{"fasthttp/bare", "bare-fasthttp", "bare"},
 	{"follow-fasthttp/colly", "gocrawl-follow-fasthttp", "colly"},
