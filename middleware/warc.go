@@ -41,12 +41,14 @@ func init() { RegisterDownloader("Warc", newWarc) }
 // HttpCache) makes it see only what went over the wire: answers from the
 // HTTP cache are not archived again. Identical payloads become revisit
 // records (WARC_DEDUP); a response cut at DOWNLOAD_MAXSIZE is archived as
-// far as it was read, flagged WARC-Truncated: length. Rendered pages
+// far as it was read, flagged WARC-Truncated: length. An HTTP/2 exchange
+// is written in HTTP/1.1 form and marked WARC-Protocol: h2. Rendered pages
 // (RENDER_JS) are not archived. When the archive cannot be written (a
 // full disk) the crawl stops with reason warc_error.
 //
 // Replay: WARC_REPLAY names a folder of WARC files (or one file); every
-// request is answered from it, flagged "replayed", and nothing is sent:
+// request is answered from it (the last capture of its method, URL and
+// body), flagged "replayed", and nothing is sent:
 // a request the archive lacks fails with an error naming its URL. A
 // replayed request skips throttling, as a cached one does.
 //
