@@ -81,8 +81,9 @@ func (b *Budget) Lease(mayWait bool) *Lease {
 	return &Lease{b: b, wait: mayWait}
 }
 
-// Lease is the budget held by one response's body. Release it when the
-// body is no longer used.
+// Lease is the budget held by one response's body, and by the copy of
+// the body as received that a Capture keeps for archiving. Release it when
+// the body is no longer used.
 type Lease struct {
 	b    *Budget
 	wait bool
@@ -91,16 +92,46 @@ type Lease struct {
 	counted  int64 // acquired from the semaphore
 	over     int64 // counted over the budget (no-wait leases only)
 	hasToken bool
+	body     int64 // what the body buffer needs (ensure, shrink)
+	extra    int64 // what a Capture's copy of the raw body needs (hold)
 }
 
-// ensure raises what the lease holds to at least n bytes, waiting for
-// budget when the lease may wait. It fails when ctx is done first.
+// ensure raises what the body buffer holds to at least n bytes, waiting
+// for budget when the lease may wait. It fails when ctx is done first, and
+// with errBudget when n and the captured body together pass what one
+// response may hold.
 func (l *Lease) ensure(ctx context.Context, n int64) error {
 	if l == nil {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.raise(ctx, n+l.extra); err != nil {
+		return err
+	}
+	l.body = max(l.body, n)
+	return nil
+}
+
+// hold makes the captured copy of the body need n bytes (more or fewer
+// than before), waiting for budget as ensure does.
+func (l *Lease) hold(ctx context.Context, n int64) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.raise(ctx, l.body+n); err != nil {
+		return err
+	}
+	l.extra = n
+	l.lower(l.body + n)
+	return nil
+}
+
+// raise raises what the lease holds to at least n bytes. Called with l.mu
+// held.
+func (l *Lease) raise(ctx context.Context, n int64) error {
 	have := l.counted + l.over
 	if n <= have {
 		return nil
@@ -114,6 +145,11 @@ func (l *Lease) ensure(ctx context.Context, n int64) error {
 		}
 		l.b.add(need)
 		return nil
+	}
+	if n > l.b.maxHold() {
+		// More than the grow token lets one download hold: waiting
+		// could never end.
+		return errBudget
 	}
 	if n > l.b.share && !l.hasToken {
 		// Past its share a download must hold the grow token: only one
@@ -133,15 +169,28 @@ func (l *Lease) ensure(ctx context.Context, n int64) error {
 	return nil
 }
 
-// shrink lowers what the lease holds to n bytes (the buffer that remains
-// after a growth).
+// shrink lowers what the body buffer holds to n bytes (the buffer that
+// remains after a growth).
 func (l *Lease) shrink(n int64) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lower(n)
+	l.body = n
+	l.lower(n + l.extra)
+}
+
+// ReleaseCapture gives back what the captured copy of the body held, once
+// it is archived; the body's own share stays held.
+func (l *Lease) ReleaseCapture() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.extra = 0
+	l.lower(l.body)
 }
 
 func (l *Lease) lower(n int64) {
@@ -179,6 +228,7 @@ func (l *Lease) Release() {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.body, l.extra = 0, 0
 	l.lower(0)
 	if l.hasToken {
 		l.hasToken = false

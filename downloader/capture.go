@@ -1,7 +1,6 @@
 package downloader
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -38,9 +37,24 @@ type Capture struct {
 	Header http.Header
 	// Payload is the body as read from the connection, up to where the
 	// downloader stopped reading (a body over DOWNLOAD_MAXSIZE is cut).
-	Payload bytes.Buffer
+	// A body the downloader does not decode (no Content-Encoding) is not
+	// copied: Payload is the response's Body itself, so do not change it.
+	// A body it decodes is kept as received, a copy counted in the
+	// crawl's memory budget (DOWNLOAD_MEMORY_BUDGET) until Release.
+	Payload []byte
 
-	mu sync.Mutex
+	mu    sync.Mutex
+	lease *Lease
+}
+
+// Release gives back the memory budget the captured payload holds; call it
+// once the payload is archived. The response's body keeps its own.
+func (c *Capture) Release() {
+	c.mu.Lock()
+	l := c.lease
+	c.lease = nil
+	c.mu.Unlock()
+	l.ReleaseCapture()
 }
 
 type captureKey struct{}
@@ -71,20 +85,55 @@ func (c *Capture) trace(hreq *http.Request, body []byte) *http.Request {
 	return hreq
 }
 
-// response records hres's head and returns its body, teed into Payload.
-func (c *Capture) response(hres *http.Response) io.ReadCloser {
+// response records hres's head.
+func (c *Capture) response(hres *http.Response) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.Responded = true
 	c.Proto, c.Status, c.StatusCode = hres.Proto, hres.Status, hres.StatusCode
 	c.Header = hres.Header.Clone()
-	if hres.ContentLength > 0 && hres.ContentLength < maxHintBuf {
-		c.Payload.Grow(int(hres.ContentLength))
-	}
+}
+
+// tee returns body, copying what is read from it into Payload, every
+// growth of Payload counted in lease first (old and new buffer while it
+// grows, as for the body).
+func (c *Capture) tee(ctx context.Context, body io.ReadCloser, hint int64, lease *Lease) io.ReadCloser {
+	c.mu.Lock()
+	c.lease = lease
+	c.mu.Unlock()
+	w := &captureWriter{c: c, ctx: ctx, lease: lease, hint: hint}
 	return struct {
 		io.Reader
 		io.Closer
-	}{io.TeeReader(hres.Body, &c.Payload), hres.Body}
+	}{io.TeeReader(body, w), body}
+}
+
+type captureWriter struct {
+	c     *Capture
+	ctx   context.Context
+	lease *Lease
+	hint  int64
+}
+
+func (w *captureWriter) Write(p []byte) (int, error) {
+	c := w.c
+	if need := len(c.Payload) + len(p); need > cap(c.Payload) {
+		next := max(2*cap(c.Payload), need, 4<<10)
+		if cap(c.Payload) == 0 && w.hint >= int64(need) && w.hint < maxHintBuf {
+			next = int(w.hint)
+		}
+		if err := w.lease.hold(w.ctx, int64(cap(c.Payload)+next)); err != nil {
+			return 0, err
+		}
+		nb := make([]byte, len(c.Payload), next)
+		copy(nb, c.Payload)
+		c.Payload = nb
+		if err := w.lease.hold(w.ctx, int64(next)); err != nil {
+			return 0, err
+		}
+	}
+	c.Payload = append(c.Payload, p...)
+	return len(p), nil
 }
 
 // Remote returns RemoteAddr, safe to call while a download runs.

@@ -316,7 +316,7 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	}
 	defer hres.Body.Close()
 	if capture != nil {
-		hres.Body = capture.response(hres)
+		capture.response(hres)
 	}
 
 	maxSize := d.opts.MaxSize
@@ -339,23 +339,27 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 		Request:  req,
 		Protocol: hres.Proto,
 	}
-	var r io.Reader = hres.Body
-	hint := hres.ContentLength
-	if d.opts.Compression && req.EffectiveMethod() != http.MethodHead {
-		r, err = decoder(hres.Header.Get("Content-Encoding"), r)
-		if err != nil {
-			return nil, &Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: err}
-		}
-		if hres.Header.Get("Content-Encoding") != "" {
-			hres.Header.Del("Content-Encoding")
-			hres.Header.Del("Content-Length")
-			hint = -1 // the decoded length is unknown
-		}
-	}
 	lease := leaseFrom(ctx)
 	if lease == nil && d.budget != nil {
 		lease = d.budget.Lease(true)
 		defer lease.Release()
+	}
+	decodes := d.opts.Compression && req.EffectiveMethod() != http.MethodHead && hres.Header.Get("Content-Encoding") != ""
+	if capture != nil && decodes {
+		// The body as received differs from the decoded one: the capture
+		// keeps a copy, in the budget. Otherwise it is the body itself.
+		hres.Body = capture.tee(ctx, hres.Body, hres.ContentLength, lease)
+	}
+	var r io.Reader = hres.Body
+	hint := hres.ContentLength
+	if decodes {
+		r, err = decoder(hres.Header.Get("Content-Encoding"), r)
+		if err != nil {
+			return nil, &Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: err}
+		}
+		hres.Header.Del("Content-Encoding")
+		hres.Header.Del("Content-Length")
+		hint = -1 // the decoded length is unknown
 	}
 	br := bodyReader{limit: maxSize, hint: hint, lease: lease, warnAt: warnSize}
 	if lease != nil {
@@ -369,6 +373,9 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 	}
 	data, err := br.read(ctx, r)
 	lease.doneGrowing()
+	if capture != nil && !decodes {
+		capture.Payload = data
+	}
 	switch {
 	case errors.Is(err, errTooLarge):
 		return nil, &Error{Kind: errkind.ResponseTooLarge, URL: req.URL.Redacted(),

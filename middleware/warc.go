@@ -41,12 +41,14 @@ func init() { RegisterDownloader("Warc", newWarc) }
 // HttpCache) makes it see only what went over the wire: answers from the
 // HTTP cache are not archived again. Identical payloads become revisit
 // records (WARC_DEDUP); a response cut at DOWNLOAD_MAXSIZE is archived as
-// far as it was read, flagged WARC-Truncated: length. Rendered pages
+// far as it was read, flagged WARC-Truncated: length. An HTTP/2 exchange
+// is written in HTTP/1.1 form and marked WARC-Protocol: h2. Rendered pages
 // (RENDER_JS) are not archived. When the archive cannot be written (a
 // full disk) the crawl stops with reason warc_error.
 //
 // Replay: WARC_REPLAY names a folder of WARC files (or one file); every
-// request is answered from it, flagged "replayed", and nothing is sent:
+// request is answered from it (the last capture of its method, URL and
+// body), flagged "replayed", and nothing is sent:
 // a request the archive lacks fails with an error naming its URL. A
 // replayed request skips throttling, as a cached one does.
 //
@@ -103,13 +105,17 @@ func NewWarc(c *spider.Crawler, o WarcOptions) (*Warc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("WARC_DEDUP: %w", err)
 	}
+	level := s.Int("WARC_GZIP_LEVEL")
+	if level == 0 {
+		level = warc.GzipStore
+	}
 	prefix := s.String("WARC_PREFIX")
 	if prefix == "" && c.Spider != nil {
 		prefix = c.Spider.Name()
 	}
 	w, repairs, err := warc.NewWriter(warc.Options{
 		Dir: dir, Prefix: prefix, MaxSize: int64(s.Int("WARC_MAX_SIZE")), SyncInterval: s.Seconds("WARC_SYNC_INTERVAL"),
-		Dedup: dedup, Software: "gocrawl/" + version.Version, Info: warcInfo(c), Clock: o.Clock, Create: o.Create,
+		Dedup: dedup, GzipLevel: level, Software: "gocrawl/" + version.Version, Info: warcInfo(c), Clock: o.Clock, Create: o.Create,
 	})
 	for _, r := range repairs {
 		m.log.Warn().Str("file", r.File).Int("records", r.Records).Int64("cut_bytes", r.Cut).Bool("removed", r.Removed).
@@ -142,6 +148,7 @@ func (m *Warc) WrapFetcher(next Fetcher) Fetcher {
 		c := &downloader.Capture{}
 		sent := m.clock.Now()
 		res, err := next.Fetch(downloader.WithCapture(ctx, c), req)
+		defer c.Release() // the copy of an encoded body, once archived
 		if !c.Responded || c.Request == nil {
 			return res, err // nothing went over the wire (cache, render, refused)
 		}
@@ -180,10 +187,16 @@ func (m *Warc) exchange(req *spider.Request, c *downloader.Capture, sent time.Ti
 	hr := c.Request
 	ex := &warc.Exchange{
 		URL: req.URL.String(), Date: sent, Method: hr.Method, Status: c.StatusCode,
-		Request:      warc.RequestBytes(hr.Method, hr.URL.RequestURI(), hr.Host, hr.Header, c.RequestBody),
-		ResponseHead: warc.ResponseHeadBytes(c.Proto, c.Status, c.Header),
-		Payload:      c.Payload.Bytes(),
+		Request: warc.RequestBytes(hr.Method, hr.URL.RequestURI(), hr.Host, hr.Header, c.RequestBody),
+		Payload: c.Payload,
 	}
+	// WARC has no HTTP/2 form: an HTTP/2 exchange is written as HTTP/1.1,
+	// the way readers parse records, and WARC-Protocol says what it was.
+	proto := c.Proto
+	if ex.Protocol = warc.ProtocolOf(proto); ex.Protocol != "" {
+		proto = "HTTP/1.1"
+	}
+	ex.ResponseHead = warc.ResponseHeadBytes(proto, c.Status, c.Header)
 	ex.MIME, _, _ = strings.Cut(c.Header.Get("Content-Type"), ";")
 	ex.MIME = strings.ToLower(strings.TrimSpace(ex.MIME))
 	if host, _, serr := net.SplitHostPort(c.Remote()); serr == nil {
@@ -209,7 +222,7 @@ func (m *Warc) exchange(req *spider.Request, c *downloader.Capture, sent time.Ti
 // replay answers req from the archive.
 func (m *Warc) replay(ctx context.Context, req *spider.Request) (*spider.Response, error) {
 	u := req.URL.String()
-	c, err := m.archive.Lookup(req.EffectiveMethod(), u)
+	c, err := m.archive.LookupRequest(req.EffectiveMethod(), u, req.Body)
 	if err != nil {
 		if errors.Is(err, warc.ErrNotArchived) {
 			m.inc("warc/replay_missing")
@@ -240,6 +253,12 @@ func (m *Warc) replay(ctx context.Context, req *spider.Request) (*spider.Respons
 	m.inc("warc/replayed")
 	res := &spider.Response{URL: req.URL, Status: c.Status.Code, Header: h, Body: body, Request: req,
 		Protocol: c.Status.Proto, Flags: []string{"replayed"}}
+	switch c.Protocol {
+	case "h2":
+		res.Protocol = "HTTP/2.0"
+	case "h3":
+		res.Protocol = "HTTP/3.0"
+	}
 	if c.Truncated != "" {
 		res.Flags = append(res.Flags, "truncated")
 	}

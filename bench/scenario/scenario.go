@@ -57,6 +57,9 @@ type Variant struct {
 	// JobDir runs gocrawl with a JOBDIR (a fresh temporary folder), so the
 	// queue, the seen set and the stats live in Pebble.
 	JobDir bool
+	// Warc archives the crawl as WARC files in a fresh temporary folder
+	// (WARC_DIR), deleted after the run.
+	Warc bool
 }
 
 // Hosts returns the host names of s's site.
@@ -120,6 +123,10 @@ func All() []Scenario {
 				{Name: "gocrawl-follow", Crawler: "gocrawl", Spider: "follow", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 				{Name: "gocrawl-follow-nospill", Crawler: "gocrawl", Spider: "follow", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0, "SCHEDULER_MEMORY_MAX_REQUESTS": 0})},
 				{Name: "gocrawl-follow-jobdir", Crawler: "gocrawl", Spider: "follow", JobDir: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+				// The follow crawl archived as WARC (docs/archive.md).
+				{Name: "gocrawl-follow-warc", Crawler: "gocrawl", Spider: "follow", Warc: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+				// The same with the records stored uncompressed.
+				{Name: "gocrawl-follow-warc-store", Crawler: "gocrawl", Spider: "follow", Warc: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0, "WARC_GZIP_LEVEL": 0})},
 				{Name: "colly", Crawler: "colly"},
 				// The bare loop on fasthttp's client instead of net/http's:
 				// how much of the bare loop's cost is its HTTP client

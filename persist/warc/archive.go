@@ -20,8 +20,11 @@ var ErrNotArchived = errors.New("not in the archive")
 // middle of a replay.
 type Archive struct {
 	root string
-	// latest capture (response or revisit) of each "METHOD URL".
+	// latest capture (response or revisit) of each request: "METHOD URL"
+	// and, for a request with a body, its digest.
 	byKey map[string]loc
+	// latest capture of each "METHOD URL", whatever the request's body.
+	byURL map[string]loc
 	// first full response of each payload digest, and the last full
 	// response of each URL: what revisit records stand for.
 	byDigest  map[string]loc
@@ -50,7 +53,7 @@ func LoadArchive(dir string) (*Archive, error) {
 			return nil, fmt.Errorf("%s holds no WARC file (*.warc.gz, *.warc)", dir)
 		}
 	}
-	a := &Archive{root: dir, byKey: map[string]loc{}, byDigest: map[string]loc{}, fullByURL: map[string]loc{}}
+	a := &Archive{root: dir, byKey: map[string]loc{}, byURL: map[string]loc{}, byDigest: map[string]loc{}, fullByURL: map[string]loc{}}
 	for _, f := range files {
 		x := &Indexer{File: filepath.Base(f)}
 		if _, err := Scan(f, func(rec *Record, pos Position) error {
@@ -60,7 +63,8 @@ func LoadArchive(dir string) (*Archive, error) {
 				return nil
 			}
 			l := loc{f, pos.Offset}
-			a.byKey[key(e.Method, e.URL)] = l
+			a.byKey[key(e.Method, e.URL, e.RequestBody)] = l
+			a.byURL[key(e.Method, e.URL, "")] = l
 			if e.Type == TypeResponse && rec.Header.Get("WARC-Truncated") == "" {
 				a.fullByURL[e.URL] = l
 				if _, ok := a.byDigest[e.Digest]; !ok && e.Digest != "" {
@@ -75,9 +79,12 @@ func LoadArchive(dir string) (*Archive, error) {
 	return a, nil
 }
 
-func key(method, url string) string {
+func key(method, url, bodyDigest string) string {
 	if method == "" {
 		method = http.MethodGet
+	}
+	if bodyDigest != "" {
+		return method + " " + url + " " + bodyDigest
 	}
 	return method + " " + url
 }
@@ -95,22 +102,44 @@ type Capture struct {
 	Payload []byte
 	// Truncated is the record's WARC-Truncated ("" when whole).
 	Truncated string
+	// Protocol is the record's WARC-Protocol: "h2" for an exchange made
+	// over HTTP/2 (archived in HTTP/1.1 form), "" for HTTP/1.x.
+	Protocol string
 	// File and Offset say where the record lies.
 	File   string
 	Offset int64
 }
 
-// Lookup returns the last capture of method and url (HEAD is answered by a
-// GET capture when it has none of its own). A revisit record is resolved
-// to the response holding its payload. A URL the archive lacks gives an
-// error of kind ErrNotArchived naming it.
+// Lookup returns the last capture of method and url, whatever the body of
+// its request (HEAD is answered by a GET capture when it has none of its
+// own). A revisit record is resolved to the response holding its payload.
+// A URL the archive lacks gives an error of kind ErrNotArchived naming it.
 func (a *Archive) Lookup(method, url string) (*Capture, error) {
-	l, ok := a.byKey[key(method, url)]
+	return a.lookup(a.byURL, method, url, "")
+}
+
+// LookupRequest is Lookup for a replay: the capture must be of a request
+// with the same body (none, or byte for byte the same), so that POSTs of
+// one URL with different bodies get their own answers.
+func (a *Archive) LookupRequest(method, url string, body []byte) (*Capture, error) {
+	d := ""
+	if len(body) > 0 {
+		d = Digest(body)
+	}
+	return a.lookup(a.byKey, method, url, d)
+}
+
+func (a *Archive) lookup(m map[string]loc, method, url, bodyDigest string) (*Capture, error) {
+	l, ok := m[key(method, url, bodyDigest)]
 	if !ok && method == http.MethodHead {
-		l, ok = a.byKey[key(http.MethodGet, url)]
+		l, ok = m[key(http.MethodGet, url, bodyDigest)]
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: %s %s (archive %s)", ErrNotArchived, method, url, a.root)
+		what := ""
+		if bodyDigest != "" {
+			what = " with a body of digest " + bodyDigest
+		}
+		return nil, fmt.Errorf("%w: %s %s%s (archive %s)", ErrNotArchived, method, url, what, a.root)
 	}
 	return a.read(l, 0)
 }
@@ -129,7 +158,7 @@ func (a *Archive) read(l loc, depth int) (*Capture, error) {
 		return nil, &CorruptError{File: l.file, Offset: l.offset, Err: err}
 	}
 	c := &Capture{URL: rec.TargetURI(), Date: rec.Date(), Status: st, Header: h, Payload: payload,
-		Truncated: rec.Header.Get("WARC-Truncated"), File: l.file, Offset: l.offset}
+		Truncated: rec.Header.Get("WARC-Truncated"), Protocol: rec.Header.Get("WARC-Protocol"), File: l.file, Offset: l.offset}
 	if rec.Type() != TypeRevisit {
 		return c, nil
 	}

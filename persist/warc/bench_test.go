@@ -18,10 +18,13 @@ import (
 //
 //	go test ./persist/warc -run '^$' -bench Write -benchtime 5000x
 func BenchmarkWrite(b *testing.B) {
-	for _, dedup := range []Dedup{DedupOff, DedupURL} {
-		b.Run(fmt.Sprintf("dedup=%d", dedup), func(b *testing.B) {
+	for _, c := range []struct {
+		dedup Dedup
+		level int
+	}{{DedupOff, 1}, {DedupURL, 1}, {DedupURL, GzipStore}} {
+		b.Run(fmt.Sprintf("dedup=%d/level=%d", c.dedup, max(c.level, 0)), func(b *testing.B) {
 			w, _, err := NewWriter(Options{Dir: b.TempDir(), Prefix: "bench", Software: "gocrawl/bench",
-				Dedup: dedup, SyncInterval: time.Second, MaxSize: 1 << 30})
+				Dedup: c.dedup, GzipLevel: c.level, SyncInterval: time.Second, MaxSize: 1 << 30})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -28,17 +28,21 @@ type Entry struct {
 	URL    string
 	Type   string // WARC-Type of the record
 	Method string // the request's method ("" for GET)
-	Status int
-	MIME   string
-	Digest string
-	Offset int64
-	Length int64
-	File   string // the WARC file's base name
+	// RequestBody is the digest of the request's body ("" for none): a
+	// POST of the same URL with another body is another capture.
+	RequestBody string
+	Status      int
+	MIME        string
+	Digest      string
+	Offset      int64
+	Length      int64
+	File        string // the WARC file's base name
 }
 
 type entryJSON struct {
 	URL      string `json:"url"`
 	Method   string `json:"method,omitempty"`
+	ReqBody  string `json:"request_body_digest,omitempty"`
 	MIME     string `json:"mime,omitempty"`
 	Status   string `json:"status,omitempty"`
 	Digest   string `json:"digest,omitempty"`
@@ -52,7 +56,7 @@ const TimestampFormat = "20060102150405"
 
 // Line formats e as a CDXJ line (without the newline).
 func (e Entry) Line() string {
-	j := entryJSON{URL: e.URL, Method: e.Method, MIME: e.MIME, Digest: e.Digest,
+	j := entryJSON{URL: e.URL, Method: e.Method, ReqBody: e.RequestBody, MIME: e.MIME, Digest: e.Digest,
 		Length: strconv.FormatInt(e.Length, 10), Offset: strconv.FormatInt(e.Offset, 10), Filename: e.File}
 	if e.Type == TypeRevisit {
 		j.MIME = "warc/revisit"
@@ -79,7 +83,7 @@ func ParseLine(line string) (Entry, error) {
 	if err := json.Unmarshal([]byte(js), &j); err != nil {
 		return Entry{}, fmt.Errorf("bad JSON block: %v", err)
 	}
-	e := Entry{SURT: key, Time: t, URL: j.URL, Method: j.Method, MIME: j.MIME, Digest: j.Digest, File: j.Filename, Type: TypeResponse}
+	e := Entry{SURT: key, Time: t, URL: j.URL, Method: j.Method, RequestBody: j.ReqBody, MIME: j.MIME, Digest: j.Digest, File: j.Filename, Type: TypeResponse}
 	if j.MIME == "warc/revisit" {
 		e.Type, e.MIME = TypeRevisit, ""
 	}

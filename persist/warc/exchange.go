@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -45,6 +46,28 @@ type Exchange struct {
 	Payload []byte
 	// Truncated, when set, is why Payload is not the whole body.
 	Truncated string
+	// Protocol, when set, is the protocol the exchange really used
+	// ("h2" for HTTP/2, "h3"), written as WARC-Protocol on both records:
+	// the request and response are archived in their HTTP/1.1 form,
+	// which WARC readers expect, and this field says they were not sent
+	// so. Leave it empty for HTTP/1.x. See ProtocolOf.
+	Protocol string
+}
+
+// ProtocolOf returns the WARC-Protocol value of an HTTP response's
+// protocol (http.Response.Proto): "h2" for HTTP/2, "h3" for HTTP/3, ""
+// for HTTP/1.x, which the records' own syntax states. The values are
+// those of the ALPN registry, as the WARC-Protocol field proposed for the
+// next WARC version, and written by wget, warcprox and Browsertrix, uses
+// them.
+func ProtocolOf(proto string) string {
+	switch {
+	case strings.HasPrefix(proto, "HTTP/2"):
+		return "h2"
+	case strings.HasPrefix(proto, "HTTP/3"):
+		return "h3"
+	}
+	return ""
 }
 
 // RequestBytes formats an HTTP request the way it goes over the wire in

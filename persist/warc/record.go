@@ -17,10 +17,11 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base32"
-	"fmt"
+	"encoding/hex"
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -105,31 +106,40 @@ func (r *Record) HTTP() (head, payload []byte, ok bool) {
 
 // writeTo writes the record's version line, header fields, Content-Length
 // and block, as the WARC format lays them out.
-func (r *Record) writeTo(w io.Writer) error {
-	var b bytes.Buffer
-	b.Grow(512)
-	b.WriteString(Version + "\r\n")
-	for _, f := range r.Header {
+func (r *Record) writeTo(w io.Writer) error { return writeRecord(w, r.Header, r.Block) }
+
+// writeRecord writes a record whose block is the concatenation of parts,
+// so that a response's head and payload need not be copied into one
+// slice first.
+func writeRecord(w io.Writer, h Header, parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	b := headPool.Get().(*[]byte)
+	defer headPool.Put(b)
+	buf := append((*b)[:0], Version+"\r\n"...)
+	for _, f := range h {
 		if strings.EqualFold(f[0], "Content-Length") {
 			continue
 		}
-		b.WriteString(f[0])
-		b.WriteString(": ")
-		b.WriteString(sanitizeField(f[1]))
-		b.WriteString("\r\n")
+		buf = append(append(append(append(buf, f[0]...), ": "...), sanitizeField(f[1])...), "\r\n"...)
 	}
-	b.WriteString("Content-Length: ")
-	b.WriteString(strconv.Itoa(len(r.Block)))
-	b.WriteString("\r\n\r\n")
-	if _, err := w.Write(b.Bytes()); err != nil {
+	buf = append(strconv.AppendInt(append(buf, "Content-Length: "...), int64(n), 10), "\r\n\r\n"...)
+	*b = buf
+	if _, err := w.Write(buf); err != nil {
 		return err
 	}
-	if _, err := w.Write(r.Block); err != nil {
-		return err
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
 	}
 	_, err := io.WriteString(w, "\r\n\r\n")
 	return err
 }
+
+var headPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // sanitizeField keeps a field value on one line: a CR or LF in a value
 // (an URL from a hostile page) would start a field of its own.
@@ -159,13 +169,31 @@ func NewRecordID() string {
 	_, _ = rand.Read(u[:])
 	u[6] = u[6]&0x0f | 0x40
 	u[8] = u[8]&0x3f | 0x80
-	return fmt.Sprintf("<urn:uuid:%x-%x-%x-%x-%x>", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+	var b [47]byte
+	n := copy(b[:], "<urn:uuid:")
+	for i, c := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b[n] = '-'
+			n++
+		}
+		hex.Encode(b[n:n+2], []byte{c})
+		n += 2
+	}
+	b[n] = '>'
+	return string(b[:n+1])
 }
 
 // Digest returns the WARC digest of b: "sha1:" and the base32 SHA-1, the
 // form most archives and tools use for WARC-Payload-Digest and
 // WARC-Block-Digest.
-func Digest(b []byte) string {
-	h := sha1.Sum(b)
-	return "sha1:" + base32.StdEncoding.EncodeToString(h[:])
+func Digest(b []byte) string { return digestOf(b) }
+
+// digestOf is Digest of the concatenation of parts.
+func digestOf(parts ...[]byte) string {
+	h := sha1.New()
+	for _, p := range parts {
+		h.Write(p)
+	}
+	var sum [sha1.Size]byte
+	return "sha1:" + base32.StdEncoding.EncodeToString(h.Sum(sum[:0]))
 }

@@ -42,22 +42,32 @@ func Scan(path string, fn func(rec *Record, pos Position) error) (end int64, err
 // remembers the method of each request record so that the response
 // concurrent to it is indexed with it.
 type Indexer struct {
-	File    string // base name written in the entries
-	methods map[string]string
+	File     string // base name written in the entries
+	requests map[string]requestKey
 }
+
+// requestKey is what an index keeps of a request record for its
+// response: the method (when not GET) and the digest of its body.
+type requestKey struct{ method, body string }
 
 // Add returns the entry of rec, and false for the records an index leaves
 // out (warcinfo, request, metadata).
 func (x *Indexer) Add(rec *Record, pos Position) (Entry, bool) {
 	switch rec.Type() {
 	case TypeRequest:
-		if head, _, ok := rec.HTTP(); ok {
-			m, _, _ := strings.Cut(string(head), " ")
-			if m != http.MethodGet {
-				if x.methods == nil {
-					x.methods = map[string]string{}
+		if head, body, ok := rec.HTTP(); ok {
+			var k requestKey
+			if m, _, _ := strings.Cut(string(head), " "); m != http.MethodGet {
+				k.method = m
+			}
+			if len(body) > 0 {
+				k.body = Digest(body)
+			}
+			if k != (requestKey{}) {
+				if x.requests == nil {
+					x.requests = map[string]requestKey{}
 				}
-				x.methods[rec.ID()] = m
+				x.requests[rec.ID()] = k
 			}
 		}
 		return Entry{}, false
@@ -68,9 +78,10 @@ func (x *Indexer) Add(rec *Record, pos Position) (Entry, bool) {
 	e := Entry{URL: rec.TargetURI(), Type: rec.Type(), Time: rec.Date(), Offset: pos.Offset, Length: pos.Length,
 		File: x.File, Digest: rec.Header.Get("WARC-Payload-Digest")}
 	e.SURT = SURT(e.URL)
-	if id := rec.Header.Get("WARC-Concurrent-To"); id != "" && x.methods != nil {
-		e.Method = x.methods[id]
-		delete(x.methods, id)
+	if id := rec.Header.Get("WARC-Concurrent-To"); id != "" && x.requests != nil {
+		k := x.requests[id]
+		e.Method, e.RequestBody = k.method, k.body
+		delete(x.requests, id)
 	}
 	if rec.Type() == TypeResource {
 		e.MIME = mediaType(rec.Header.Get("Content-Type"))

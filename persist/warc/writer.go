@@ -60,6 +60,10 @@ type Options struct {
 	SyncInterval time.Duration
 	// Dedup chooses which identical payloads become revisit records.
 	Dedup Dedup
+	// GzipLevel is the compression level of the gzip members: 1 (the
+	// fastest, used when 0) to 9 (the smallest), or GzipStore to store
+	// the records in gzip members uncompressed.
+	GzipLevel int
 	// Software is the warcinfo's software field ("gocrawl/1.2.3").
 	Software string
 	// Info are more warcinfo fields (name, value), such as the crawl's
@@ -72,6 +76,11 @@ type Options struct {
 	Create func(path string) (File, error)
 }
 
+// GzipStore is the Options.GzipLevel of gzip members that store their
+// record uncompressed (deflate's level 0): the cheapest to write, and
+// still read by every WARC tool.
+const GzipStore = -1
+
 // File is what a Writer writes to.
 type File interface {
 	Write(p []byte) (int, error)
@@ -81,11 +90,19 @@ type File interface {
 }
 
 // Writer writes exchanges to rotating WARC files. It is safe for concurrent
-// use: records are compressed by the calling goroutine and appended to the
-// file in one write each, so a kill loses at most the exchange being
-// written, and NewWriter cuts such a partial record away.
+// use: records are compressed by the calling goroutine, in parallel, and
+// appended to the file by group commit: the goroutine that gets the file
+// writes, in one system call, its exchange and those queued meanwhile by
+// others, which then find theirs written. Write returns once its exchange
+// is in the file, so a kill loses at most the exchanges being written,
+// and NewWriter cuts such a partial record away.
 type Writer struct {
 	opts Options
+	pool *sync.Pool // of *gzip.Writer at opts.GzipLevel
+
+	qmu   sync.Mutex // guards queue
+	queue []*pending // compressed exchanges waiting for the file
+	batch []byte     // the bytes of one group commit, reused
 
 	mu      sync.Mutex
 	f       File
@@ -119,6 +136,13 @@ func NewWriter(opts Options) (*Writer, []Repair, error) {
 	if opts.Prefix == "" {
 		opts.Prefix = "gocrawl"
 	}
+	switch {
+	case opts.GzipLevel == 0:
+		opts.GzipLevel = gzip.BestSpeed
+	case opts.GzipLevel == GzipStore, opts.GzipLevel >= gzip.BestSpeed && opts.GzipLevel <= gzip.BestCompression:
+	default:
+		return nil, nil, fmt.Errorf("gzip level %d: use 1 (fastest) to 9 (smallest), or store (uncompressed)", opts.GzipLevel)
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Real
 	}
@@ -134,7 +158,7 @@ func NewWriter(opts Options) (*Writer, []Repair, error) {
 	if err != nil {
 		return nil, repairs, err
 	}
-	w := &Writer{opts: opts, dedup: newDedupTable(opts.Dedup)}
+	w := &Writer{opts: opts, pool: gzipPool(opts.GzipLevel), dedup: newDedupTable(opts.Dedup)}
 	if err := w.dedup.seed(opts.Dir); err != nil {
 		return nil, repairs, err
 	}
@@ -157,6 +181,20 @@ func (w *Writer) Err() error {
 // record when ex's payload is a duplicate (see Dedup) or a 304 answer. It
 // reports whether a revisit was written.
 func (w *Writer) Write(ex *Exchange) (revisit bool, err error) {
+	p, revisit, err := w.prepare(ex)
+	if err != nil {
+		return false, err
+	}
+	err = w.commit(p)
+	putBuf(p.data)
+	if err != nil {
+		return false, err
+	}
+	return revisit, nil
+}
+
+// prepare compresses ex's records, ready for commit.
+func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 	digest := Digest(ex.Payload)
 	var ref *original
 	profile := ""
@@ -172,102 +210,72 @@ func (w *Writer) Write(ex *Exchange) (revisit bool, err error) {
 	}
 	reqID, resID := NewRecordID(), NewRecordID()
 	date := FormatDate(ex.Date)
-	req := &Record{Block: ex.Request}
-	req.Header = Header{{"WARC-Type", TypeRequest}, {"WARC-Record-ID", reqID}, {"WARC-Date", date},
+	reqH := Header{{"WARC-Type", TypeRequest}, {"WARC-Record-ID", reqID}, {"WARC-Date", date},
 		{"WARC-Target-URI", ex.URL}, {"WARC-Concurrent-To", resID}}
 	if ex.IP != "" {
-		req.Header.Add("WARC-IP-Address", ex.IP)
+		reqH.Add("WARC-IP-Address", ex.IP)
 	}
-	req.Header.Add("Content-Type", "application/http;msgtype=request")
-	req.Header.Add("WARC-Block-Digest", Digest(ex.Request))
+	if ex.Protocol != "" {
+		reqH.Add("WARC-Protocol", ex.Protocol)
+	}
+	reqH.Add("Content-Type", "application/http;msgtype=request")
+	reqH.Add("WARC-Block-Digest", Digest(ex.Request))
 
-	res := &Record{}
+	// The response block is its head, a blank line and (unless a revisit)
+	// the payload: written and hashed in parts, never copied into one.
+	block := [][]byte{ex.ResponseHead, crlf, ex.Payload}
 	typ := TypeResponse
 	if profile != "" {
 		typ = TypeRevisit
-		res.Block = append(append(make([]byte, 0, len(ex.ResponseHead)+2), ex.ResponseHead...), "\r\n"...)
-	} else {
-		res.Block = make([]byte, 0, len(ex.ResponseHead)+2+len(ex.Payload))
-		res.Block = append(append(append(res.Block, ex.ResponseHead...), "\r\n"...), ex.Payload...)
+		block = block[:2]
 	}
-	res.Header = Header{{"WARC-Type", typ}, {"WARC-Record-ID", resID}, {"WARC-Date", date},
+	resH := Header{{"WARC-Type", typ}, {"WARC-Record-ID", resID}, {"WARC-Date", date},
 		{"WARC-Target-URI", ex.URL}, {"WARC-Concurrent-To", reqID}}
 	if ex.IP != "" {
-		res.Header.Add("WARC-IP-Address", ex.IP)
+		resH.Add("WARC-IP-Address", ex.IP)
 	}
-	res.Header.Add("Content-Type", "application/http;msgtype=response")
+	if ex.Protocol != "" {
+		resH.Add("WARC-Protocol", ex.Protocol)
+	}
+	resH.Add("Content-Type", "application/http;msgtype=response")
 	if profile != "" {
-		res.Header.Add("WARC-Profile", profile)
+		resH.Add("WARC-Profile", profile)
 		if ref != nil {
-			res.Header.Add("WARC-Refers-To-Target-URI", ref.url)
-			res.Header.Add("WARC-Refers-To-Date", FormatDate(ref.date))
+			resH.Add("WARC-Refers-To-Target-URI", ref.url)
+			resH.Add("WARC-Refers-To-Date", FormatDate(ref.date))
 		}
 	}
 	if profile != ProfileServerNotModified {
-		res.Header.Add("WARC-Payload-Digest", digest)
+		resH.Add("WARC-Payload-Digest", digest)
 	}
-	res.Header.Add("WARC-Block-Digest", Digest(res.Block))
+	resH.Add("WARC-Block-Digest", digestOf(block...))
 	if ex.Truncated != "" {
-		res.Header.Add("WARC-Truncated", ex.Truncated)
+		resH.Add("WARC-Truncated", ex.Truncated)
 	}
 
-	var buf bytes.Buffer
-	buf.Grow(len(req.Block) + len(res.Block)/2 + 1024)
-	reqLen, err := compressRecord(&buf, req)
-	if err != nil {
-		return false, err
+	p = &pending{}
+	p.data = getBuf(len(ex.Request) + len(ex.ResponseHead) + len(ex.Payload) + 2048)
+	if p.data, err = w.compress(p.data, reqH, ex.Request); err != nil {
+		return nil, false, err
 	}
-	if _, err := compressRecord(&buf, res); err != nil {
-		return false, err
+	p.reqLen = int64(len(p.data))
+	if p.data, err = w.compress(p.data, resH, block...); err != nil {
+		return nil, false, err
 	}
-
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err := w.ready(int64(buf.Len())); err != nil {
-		return false, err
-	}
-	if err := w.append(buf.Bytes()); err != nil {
-		return false, err
-	}
-	base := filepath.Base(strings.TrimSuffix(w.path, openSuffix))
-	resOff := w.size - int64(buf.Len()) + reqLen
 	e := Entry{SURT: SURT(ex.URL), Time: ex.Date, URL: ex.URL, Type: typ, Status: ex.Status, MIME: ex.MIME,
-		Offset: resOff, Length: int64(buf.Len()) - reqLen, File: base}
+		Length: int64(len(p.data)) - p.reqLen}
 	if ex.Method != http.MethodGet {
 		e.Method = ex.Method
+	}
+	if i := bytes.Index(ex.Request, []byte("\r\n\r\n")); i >= 0 && i+4 < len(ex.Request) {
+		e.RequestBody = Digest(ex.Request[i+4:])
 	}
 	if profile != ProfileServerNotModified {
 		e.Digest = digest
 	}
-	w.entries = append(w.entries, e)
-	if w.opts.SyncInterval <= 0 {
-		if err := w.f.Sync(); err != nil {
-			return false, w.fail(err)
-		}
-	}
-	return profile != "", nil
+	p.entry = e
+	return p, profile != "", nil
 }
-
-// compressRecord writes rec as one gzip member to buf and returns the
-// member's length.
-func compressRecord(buf *bytes.Buffer, rec *Record) (int64, error) {
-	start := buf.Len()
-	zw := gzipPool.Get().(*gzip.Writer)
-	defer gzipPool.Put(zw)
-	zw.Reset(buf)
-	if err := rec.writeTo(zw); err != nil {
-		return 0, err
-	}
-	if err := zw.Close(); err != nil {
-		return 0, err
-	}
-	return int64(buf.Len() - start), nil
-}
-
-var gzipPool = sync.Pool{New: func() any {
-	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return zw
-}}
 
 // ready opens a file, or the next one when the open one would pass
 // MaxSize with n more bytes. Called with w.mu held.
@@ -278,7 +286,7 @@ func (w *Writer) ready(n int64) error {
 	if w.closed {
 		return errors.New("the WARC writer is closed")
 	}
-	if w.f != nil && w.opts.MaxSize > 0 && w.size+n > w.opts.MaxSize && len(w.entries) > 0 {
+	if w.rotates(n) {
 		if err := w.closeFile(); err != nil {
 			return w.fail(err)
 		}

@@ -408,6 +408,114 @@ func TestConcurrentWrites(t *testing.T) {
 	if n != 400 {
 		t.Errorf("%d records, want 400", n)
 	}
+	checkIndexes(t, dir)
+}
+
+// checkIndexes checks that every index line of dir's files points at the
+// response record of its URL.
+func checkIndexes(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range files(t, dir) {
+		at := map[int64]specRecord{}
+		for _, r := range specRead(t, f) {
+			at[r.offset] = r
+		}
+		es, err := ReadIndex(IndexPath(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			r, ok := at[e.Offset]
+			if !ok || r.get("WARC-Type") != e.Type || r.get("WARC-Target-URI") != e.URL {
+				t.Errorf("%s: index line of %s at offset %d: no %s record of that URL there", f, e.URL, e.Offset, e.Type)
+			}
+		}
+	}
+}
+
+// countingFile counts the writes to a file.
+type countingFile struct {
+	*os.File
+	writes *int
+}
+
+func (f countingFile) Write(p []byte) (int, error) {
+	*f.writes++
+	return f.File.Write(p)
+}
+
+// TestGroupCommit: exchanges queued while another goroutine held the file
+// are written by the next writer, with its own, in one write; rotation
+// inside a batch splits it where the file fills.
+func TestGroupCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		maxSize int64
+		files   int
+		writes  int // warcinfo records included
+	}{
+		{"one file", 0, 1, 2},
+		{"rotating inside the batch", 1500, 3, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writes := 0
+			w := newTestWriter(t, dir, Options{MaxSize: tc.maxSize, Create: func(path string) (File, error) {
+				f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+				return countingFile{f, &writes}, err
+			}})
+			var queued []*pending
+			for i := range 2 {
+				p, _, err := w.prepare(exchange(fmt.Sprintf("https://example.com/q%d", i), 200, strings.Repeat("q", 1000)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				queued = append(queued, p)
+			}
+			w.queue = queued // as if their goroutines waited for the file
+			write(t, w, exchange("https://example.com/last", 200, strings.Repeat("l", 1000)))
+			for i, p := range queued {
+				if !p.done || p.err != nil {
+					t.Errorf("queued exchange %d: done %v, error %v", i, p.done, p.err)
+				}
+			}
+			if writes != tc.writes {
+				t.Errorf("%d writes, want %d", writes, tc.writes)
+			}
+			w.Close()
+			if fs := files(t, dir); len(fs) != tc.files {
+				t.Errorf("%d files, want %d", len(fs), tc.files)
+			}
+			checkIndexes(t, dir)
+		})
+	}
+}
+
+// TestGzipLevels: every level makes files other readers read, and a bad
+// level is refused.
+func TestGzipLevels(t *testing.T) {
+	sizes := map[int]int64{}
+	for _, level := range []int{GzipStore, 1, 9} {
+		dir := t.TempDir()
+		w := newTestWriter(t, dir, Options{GzipLevel: level})
+		write(t, w, exchange("https://example.com/", 200, strings.Repeat("<p>the same paragraph</p>\n", 200)))
+		w.Close()
+		f := files(t, dir)[0]
+		specCheck(t, specRead(t, f))
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[level] = st.Size()
+	}
+	if sizes[GzipStore] < 5000 || sizes[1] > sizes[GzipStore]/4 {
+		t.Errorf("file sizes by level %v: stored members should hold the 5.2 KB page as is, level 1 compress it", sizes)
+	}
+	for _, bad := range []int{-2, 10} {
+		if _, _, err := NewWriter(Options{Dir: t.TempDir(), GzipLevel: bad}); err == nil || !strings.Contains(err.Error(), "gzip level") {
+			t.Errorf("GzipLevel %d: %v, want an error naming the gzip level", bad, err)
+		}
+	}
 }
 
 // TestReaderRejects: what the reader says of files that are not WARC.
@@ -425,5 +533,59 @@ func TestReaderRejects(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) || err == io.EOF {
 			t.Errorf("%s: %v, want a corrupt-file error", name, err)
 		}
+	}
+}
+
+// TestReplayKeyedByBody: POSTs of one URL with different bodies are
+// different captures; a body the archive lacks is not answered by another.
+func TestReplayKeyedByBody(t *testing.T) {
+	dir := t.TempDir()
+	w := newTestWriter(t, dir, Options{Dedup: DedupOff})
+	post := func(body, answer string) *Exchange {
+		ex := exchange("https://example.com/search", 200, answer)
+		ex.Method = "POST"
+		ex.Request = RequestBytes("POST", "/search", "example.com", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, []byte(body))
+		return ex
+	}
+	write(t, w, exchange("https://example.com/search", 200, "the form"))
+	write(t, w, post("q=a", "results for a"))
+	write(t, w, post("q=b", "results for b"))
+	w.Close()
+	a, err := LoadArchive(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method, body, want string
+	}{
+		{"GET", "", "the form"},
+		{"POST", "q=a", "results for a"},
+		{"POST", "q=b", "results for b"},
+		{"POST", "q=c", ""},
+		{"POST", "", ""},
+	} {
+		c, err := a.LookupRequest(tc.method, "https://example.com/search", []byte(tc.body))
+		switch {
+		case tc.want == "" && !errors.Is(err, ErrNotArchived):
+			t.Errorf("%s %q: %v, want ErrNotArchived", tc.method, tc.body, err)
+		case tc.want != "" && (err != nil || string(c.Payload) != tc.want):
+			t.Errorf("%s %q: %v; want %q", tc.method, tc.body, err, tc.want)
+		}
+	}
+	if c, err := a.Lookup("POST", "https://example.com/search"); err != nil || string(c.Payload) != "results for b" {
+		t.Errorf("Lookup of the last POST, whatever its body: %v", err)
+	}
+	es, err := ReadIndex(IndexPath(files(t, dir)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := 0
+	for _, e := range es {
+		if e.RequestBody != "" {
+			bodies++
+		}
+	}
+	if bodies != 2 {
+		t.Errorf("%d index lines with a request body digest, want 2", bodies)
 	}
 }

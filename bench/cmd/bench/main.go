@@ -364,7 +364,7 @@ func table(runs []*run) []row {
 
 	for _, sc := range append(labels(runs, "S1"), labels(runs, "S1M")...) {
 		base := strings.SplitN(sc, "@", 2)[0]
-		target := map[string]string{"S1": ">= 60% bare, >= 3x colly, jobdir >= 90%"}[base]
+		target := map[string]string{"S1": ">= 60% bare, >= 3x colly, jobdir >= 90%, warc >= 80%"}[base]
 		add(sc, "pages/s", target, true, always(func(r *run) float64 { return float64(r.result.Responses) / r.result.Seconds }))
 		add(sc, "CPU s / 1000 pages", map[string]string{"S1": "<= 2x bare"}[base], true, always(func(r *run) float64 { return r.cpu.Seconds() / float64(r.result.Responses) * 1000 }))
 		add(sc, "peak RSS MB", map[string]string{"S1": "<= 64"}[base], true, always(func(r *run) float64 { return float64(r.rssKB) / 1024 }))
@@ -440,7 +440,7 @@ func table(runs []*run) []row {
 	return rows
 }
 
-var variantOrder = []string{"bare", "gocrawl", "gocrawl-follow", "gocrawl-follow-jobdir", "gocrawl-follow-nospill", "gocrawl-rampup", "colly", "bare-fasthttp", "gocrawl-follow-fasthttp"}
+var variantOrder = []string{"bare", "gocrawl", "gocrawl-follow", "gocrawl-follow-jobdir", "gocrawl-follow-warc", "gocrawl-follow-warc-store", "gocrawl-follow-nospill", "gocrawl-rampup", "colly", "bare-fasthttp", "gocrawl-follow-fasthttp"}
 
 // ratio is a column of the table: num's value over den's.
 type ratio struct{ name, num, den string }
@@ -451,6 +451,8 @@ var ratios = []ratio{
 	{"gocrawl/colly", "gocrawl", "colly"},
 	{"follow/colly", "gocrawl-follow", "colly"},
 	{"jobdir/memory", "gocrawl-follow-jobdir", "gocrawl-follow"},
+	{"warc/memory", "gocrawl-follow-warc", "gocrawl-follow"},
+	{"warc-store/memory", "gocrawl-follow-warc-store", "gocrawl-follow"},
 	{"spill/nospill", "gocrawl-follow", "gocrawl-follow-nospill"},
 	{"fasthttp/bare", "bare-fasthttp", "bare"},
 	{"follow-fasthttp/colly", "gocrawl-follow-fasthttp", "colly"},

@@ -84,6 +84,18 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 		defer job.Close()
 		opts.Job = job
 	}
+	if v.Warc {
+		// As `gocrawl run -s WARC_DIR=...`: every exchange archived, in a
+		// folder deleted after the run.
+		dir, err := os.MkdirTemp("", "gocrawl-bench-warc-")
+		if err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
+		if err := set.Set("WARC_DIR", dir, settings.SourceCommandLine, "bench variant "+v.Name); err != nil {
+			return res, err
+		}
+	}
 	eng, err := engine.New(sp, set, opts)
 	if err != nil {
 		return res, err

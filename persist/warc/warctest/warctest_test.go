@@ -304,3 +304,79 @@ func (f *fullFile) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = (*fullFile)(nil)
+
+// protoSpider emits the protocol of the response to its start URL.
+type protoSpider struct{ start string }
+
+func (s *protoSpider) Name() string { return "proto" }
+
+func (s *protoSpider) Start(context.Context) iter.Seq2[*spider.Request, error] {
+	return func(yield func(*spider.Request, error) bool) { yield(spider.NewRequest(s.start, nil)) }
+}
+
+func (s *protoSpider) Parse(_ context.Context, res *spider.Response, out spider.Output) error {
+	out.Item(res.Protocol + " " + string(res.Body))
+	return nil
+}
+
+// TestHTTP2: an exchange made over HTTP/2 is archived in the HTTP/1.1 form
+// WARC readers parse, marked WARC-Protocol: h2, and replayed as HTTP/2.
+func TestHTTP2(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, "over "+r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	s := settings.New()
+	for k, v := range map[string]any{"ROBOTSTXT_OBEY": false, "LOG_LEVEL": "ERROR", "WARC_DIR": dir} {
+		s.Set(k, v, settings.SourceCommandLine, "test")
+	}
+	var items []any
+	collect := pipeline.Func(func(_ context.Context, it any) (any, error) {
+		items = append(items, it)
+		return it, nil
+	})
+	e, err := engine.New(&protoSpider{start: srv.URL + "/"}, s, engine.Options{Transport: srv.Client().Transport,
+		Pipelines: []pipeline.Named{{Name: "collect", Stage: collect}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 1 || items[0] != "HTTP/2.0 over HTTP/2.0" {
+		t.Fatalf("the crawl did not go over HTTP/2: %v", items)
+	}
+	files, _ := warc.ListFiles(dir)
+	if len(files) != 1 {
+		t.Fatalf("files %v", files)
+	}
+	checkIndependently(t, files[0])
+	n := 0
+	if _, err := warc.Scan(files[0], func(rec *warc.Record, _ warc.Position) error {
+		switch rec.Type() {
+		case warc.TypeRequest, warc.TypeResponse:
+			n++
+			if p := rec.Header.Get("WARC-Protocol"); p != "h2" {
+				t.Errorf("%s record: WARC-Protocol %q, want h2", rec.Type(), p)
+			}
+			first, _, _ := bytes.Cut(rec.Block, []byte("\r\n"))
+			if !bytes.HasSuffix(first, []byte(" HTTP/1.1")) && !bytes.HasPrefix(first, []byte("HTTP/1.1 200 OK")) {
+				t.Errorf("%s record: first line %q is not HTTP/1.1's form", rec.Type(), first)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("%d request and response records, want 2", n)
+	}
+	got, err := Run(context.Background(), &protoSpider{start: srv.URL + "/"}, dir, map[string]any{"ROBOTSTXT_OBEY": false, "LOG_LEVEL": "ERROR"})
+	if err != nil || len(got.Items) != 1 || got.Items[0] != "HTTP/2.0 over HTTP/2.0" {
+		t.Errorf("replay: %v, %v; want the HTTP/2 response", got.Items, err)
+	}
+}
