@@ -48,35 +48,9 @@ func (s *siteSpider) Parse(ctx context.Context, res *spider.Response, out spider
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
-		if os.Getenv(monitorFailEnv) != "" && len(os.Args) > 1 && os.Args[1] == "run" {
-			failMonitors()
-		}
 		cli.Main(&siteSpider{})
 	}
 	os.Exit(m.Run())
-}
-
-// monitorFailEnv makes the test program's crawls end as a crawl whose
-// monitors failed does (the contract of observe/monitor): monitors.json
-// written in its JOBDIR, exit status 3.
-const monitorFailEnv = "SERVICE_TEST_MONITORS_FAIL"
-
-func failMonitors() {
-	var jobdir string
-	for i, a := range os.Args {
-		if v, ok := strings.CutPrefix(a, "JOBDIR="); ok && i > 0 && os.Args[i-1] == "-s" {
-			jobdir = v
-		}
-	}
-	os.MkdirAll(jobdir, 0o700)
-	res := `{"ok": false, "final": true, "checked_at": "2026-03-01T12:00:00Z",
-		"failures": [{"monitor": "min_items", "reason": "12 items, fewer than MONITOR_MIN_ITEMS 100"}],
-		"checks": [{"monitor": "min_items", "ok": false, "detail": "12 items"}, {"monitor": "max_error_share", "ok": true, "detail": "0%"}]}`
-	if err := os.WriteFile(jobdir+"/monitors.json", []byte(res), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(3)
 }
 
 // site is a tree of n pages (/p/i links to /p/2i+1 and /p/2i+2). Pages
