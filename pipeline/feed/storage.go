@@ -154,3 +154,27 @@ func ExpandPlaceholders(uri, spider string, t time.Time) string {
 func HasPlaceholders(uri string) bool {
 	return strings.Contains(uri, "%(name)s") || strings.Contains(uri, "%(time)s")
 }
+
+// NewStorage returns an exporter writing to st, a storage built by the
+// program (s3feed.New with its own Config, say) rather than found by a
+// URI's scheme. path names the feed: it keys the offset a job saves, and
+// gives the format when opts.Format is empty (a final .gz is ignored).
+func NewStorage(path string, st Storage, opts Options) (*Exporter, error) {
+	if st == nil {
+		return nil, errors.New("feed: nil storage")
+	}
+	if opts.Format == "" {
+		named, _ := stripGzip(path)
+		f, err := FormatFromPath(named)
+		if err != nil {
+			return nil, err
+		}
+		opts.Format = f
+	} else if _, err := ParseFormat(string(opts.Format)); err != nil {
+		return nil, err
+	}
+	if err := opts.check(); err != nil {
+		return nil, fmt.Errorf("feed %s: %w", path, err)
+	}
+	return &Exporter{path: path, st: st, opts: opts}, nil
+}

@@ -37,7 +37,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -46,6 +45,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -125,14 +125,15 @@ type Storage struct {
 // New returns the storage of uri (s3://bucket/key). Nothing is contacted
 // until Check or Open.
 func New(uri string, cfg Config) (*Storage, error) {
-	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "s3" {
+	// Not url.Parse: keys hold characters a URL escapes, %(time)s first.
+	rest, ok := strings.CutPrefix(uri, "s3://")
+	if !ok {
 		return nil, fmt.Errorf("feed %s: not an s3://bucket/key URI", uri)
 	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+	bucket, key, _ := strings.Cut(rest, "/")
+	if strings.ContainsAny(bucket, "@:?#") || strings.ContainsAny(key, "?#") {
 		return nil, fmt.Errorf("feed %s: an s3:// URI is s3://bucket/key, with no credentials, query or fragment (credentials come from the environment)", uri)
 	}
-	bucket, key := u.Host, strings.TrimPrefix(u.Path, "/")
 	if bucket == "" {
 		return nil, fmt.Errorf("feed %s: no bucket: write s3://bucket/key", uri)
 	}
@@ -182,7 +183,7 @@ func (s *Storage) connect(ctx context.Context) error {
 		return nil
 	}
 	opts := []func(*config.LoadOptions) error{
-		config.WithHTTPClient(&http.Client{Timeout: s.cfg.Timeout}),
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(s.cfg.Timeout)),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = s.cfg.Retries
