@@ -84,9 +84,13 @@ type Config struct {
 	Retries int
 	// Timeout bounds one request (0 = 60 s).
 	Timeout time.Duration
-	// StateDir keeps the upload's record and the part being filled. Empty:
-	// a temporary folder, removed once the object is complete; the upload
-	// cannot be resumed by a later run.
+	// StateDir keeps the upload's record and the part being filled (in a
+	// folder of its own per feed URI). Empty: a temporary folder, removed
+	// once the object is complete; the upload cannot be resumed by a later
+	// run. With a StateDir the spools of sent parts are kept until Sync
+	// (the exporter's Flush, which a job calls at each acknowledged
+	// request) has seen offsets past them, since a resume may cut into
+	// them.
 	StateDir string
 }
 
