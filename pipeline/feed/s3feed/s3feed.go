@@ -21,10 +21,12 @@
 // printing any secret.
 //
 // With JOBDIR the upload is resumable: its id, the parts sent and the part
-// being filled are kept in JOBDIR/feeds/, so a crawl that is stopped or
-// killed continues the same upload when it is run again, keeping exactly
-// the items a local feed would keep (every item once). Starting the job
-// over (--fresh) aborts the earlier incomplete upload.
+// being filled are kept in JOBDIR/feeds/, so a crawl that is paused
+// (Ctrl-C: the upload is left incomplete) or killed continues the same
+// upload when it is run again, keeping exactly the items a local feed
+// would keep (every item once after a pause; after a crash, duplicates
+// only of the requests in flight). Starting the job over (--fresh) aborts
+// the earlier incomplete upload.
 //
 // Importing the package registers the s3 scheme with package feed; the
 // gocrawl command imports it (cli/backends.go).

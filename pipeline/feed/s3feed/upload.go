@@ -19,6 +19,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/internal/atomicfile"
 	"github.com/gocrawl/gocrawl/pipeline/feed"
+	"github.com/gocrawl/gocrawl/spider"
 )
 
 // This file is the upload of one feed. The feed is a stream of bytes cut
@@ -527,6 +528,11 @@ func (s *Storage) prune() {
 // object is visible and the state folder is emptied; when it fails the
 // upload stays incomplete, invisible, with its record and unsent bytes
 // kept.
+//
+// A resumable feed (a StateDir, that is JOBDIR) of a crawl paused by the
+// user (close reason "shutdown" or "aborted", spider.CloseReason) is not
+// completed: the crawl is not over, so its object must not appear yet.
+// The resumed job continues the upload and completes it when it ends.
 func (s *Storage) Close(ctx context.Context) error {
 	u := &s.up
 	if !u.open {
@@ -540,6 +546,9 @@ func (s *Storage) Close(ctx context.Context) error {
 		u.head.Close()
 		u.spool.Close()
 	}()
+	if r := spider.CloseReason(ctx); !u.temp && (r == "shutdown" || r == "aborted") {
+		return nil // the record and the spools are on disk: a resume continues
+	}
 	if u.st.UploadID == "" {
 		body, size, err := s.body()
 		if err != nil {
