@@ -10,6 +10,9 @@ import (
 	_ "github.com/gocrawl/gocrawl/downloader/render"
 	// The HTTP cache's store on disk (HTTPCACHE_ENABLED).
 	_ "github.com/gocrawl/gocrawl/middleware/httpcache/pebblecache"
+	// Feeds written to S3-compatible object storage (-o s3://bucket/key):
+	// registers the "s3" feed storage.
+	_ "github.com/gocrawl/gocrawl/pipeline/feed/s3feed"
 	// The queue that spills to disk past SCHEDULER_MEMORY_MAX_REQUESTS in
 	// a crawl without JOBDIR: registers the scheduler's spill storage.
 	_ "github.com/gocrawl/gocrawl/pqueue/spillq"

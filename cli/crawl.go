@@ -255,7 +255,7 @@ func buildFeeds(s *settings.Settings, settingsOK bool, stdout io.Writer, appendT
 		}
 	}
 	add := func(path string, over bool) error {
-		o := feed.Options{Format: f, Overwrite: over, Fields: s.Strings("FEED_EXPORT_FIELDS"), Indent: s.Int("FEED_EXPORT_INDENT")}
+		o := feed.Options{Format: f, Overwrite: over, Fields: s.Strings("FEED_EXPORT_FIELDS"), Indent: s.Int("FEED_EXPORT_INDENT"), Settings: s}
 		flag := "-o"
 		if over {
 			flag = "-O"
@@ -291,7 +291,7 @@ func buildFeeds(s *settings.Settings, settingsOK bool, stdout io.Writer, appendT
 	seen := map[string]bool{}
 	for _, ex := range exs {
 		p := ex.Path()
-		if p != "<writer>" {
+		if p != "<writer>" && !ex.Remote() {
 			p = filepath.Clean(p)
 		}
 		if seen[p] {
@@ -301,7 +301,7 @@ func buildFeeds(s *settings.Settings, settingsOK bool, stdout io.Writer, appendT
 		if err := ex.Check(); err != nil {
 			return nil, UsageError(err)
 		}
-		if p != "<writer>" {
+		if p != "<writer>" && !ex.Remote() {
 			if err := probeWritable(p); err != nil {
 				return nil, UsageErrorf("feed %s: %v", ex.Path(), err)
 			}

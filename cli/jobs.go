@@ -57,7 +57,13 @@ func openJob(s *settings.Settings, sp spider.Spider, fresh bool, feeds []*feed.E
 		if !j.Resumed() {
 			continue
 		}
-		off, ok, err := j.ResumeOffset(ex.Path())
+		resumeOffset := j.ResumeOffset
+		if ex.Remote() {
+			// Object storage keeps its own record of what it holds
+			// (pipeline/feed/s3feed); the job's offset is used as saved.
+			resumeOffset = j.FeedOffset
+		}
+		off, ok, err := resumeOffset(ex.Path())
 		if err != nil {
 			j.Close()
 			return nil, UsageError(fmt.Errorf("JOBDIR %s: feed %s: %w", dir, ex.Path(), err))

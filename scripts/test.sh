@@ -50,6 +50,9 @@ if [ -z "${CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 &&
 	as_root apt-get update
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
 fi
+# The S3-compatible server of the s3:// feed tests (devtools/s3server, on
+# gofakes3) is a program of this module, built by the tests (devtools/s3test)
+# from the modules `go mod download` fetches below: nothing to install.
 # -----------------------------------------------------------------------------
 
 # Every step runs even when an earlier one fails, so that one failing

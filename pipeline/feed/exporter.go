@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/pipeline"
+	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -46,6 +47,10 @@ type Options struct {
 	// FlushInterval bounds how long an item stays in the buffer (0 = 1 s;
 	// negative = flush after every item).
 	FlushInterval time.Duration
+	// Settings are read by the storage of a feed URI (s3://...: the
+	// FEED_STORAGE_S3_* settings); nil means the defaults. Local files
+	// ignore them.
+	Settings *settings.Settings
 }
 
 // Exporter writes items to one file in one format. It implements
@@ -54,6 +59,7 @@ type Options struct {
 type Exporter struct {
 	path string
 	w    io.Writer // set by NewWriter instead of path
+	st   Storage   // set for a feed URI (storage.go) instead of a file
 	opts Options
 
 	mu        sync.Mutex
@@ -81,8 +87,16 @@ func New(path string, opts Options) (*Exporter, error) {
 	if path == "" {
 		return nil, errors.New("feed: empty file path")
 	}
+	st, err := storageFor(path, opts.Settings)
+	if err != nil {
+		return nil, err
+	}
+	named, gz := stripGzip(path)
+	if gz && st == nil {
+		return nil, fmt.Errorf("feed %s: local feeds are not compressed: drop the .gz (and compress the file after the crawl), or export to object storage (s3://...), which gzips .gz feeds", path)
+	}
 	if opts.Format == "" {
-		f, err := FormatFromPath(path)
+		f, err := FormatFromPath(named)
 		if err != nil {
 			return nil, err
 		}
@@ -93,8 +107,12 @@ func New(path string, opts Options) (*Exporter, error) {
 	if err := opts.check(); err != nil {
 		return nil, fmt.Errorf("feed %s: %w", path, err)
 	}
-	return &Exporter{path: path, opts: opts}, nil
+	return &Exporter{path: path, st: st, opts: opts}, nil
 }
+
+// Remote reports whether the feed goes to a storage named by a URI
+// (s3://...) rather than to a local file or a writer.
+func (e *Exporter) Remote() bool { return e.st != nil }
 
 // NewWriter returns an exporter writing to w (standard output, a buffer),
 // which Close flushes but does not close. Appending and resuming do not
@@ -153,7 +171,7 @@ func (e *Exporter) Open(ctx context.Context, c *spider.Crawler) error {
 	if e.opened {
 		return fmt.Errorf("feed %s: already opened", e.path)
 	}
-	if err := e.open(); err != nil {
+	if err := e.open(ctx, c); err != nil {
 		if e.file != nil {
 			e.file.Close()
 			e.file = nil
@@ -315,7 +333,13 @@ func (e *Exporter) Flush() error {
 	if !e.opened || e.closed {
 		return nil
 	}
-	return e.bw.Flush()
+	if err := e.bw.Flush(); err != nil {
+		return err
+	}
+	if e.st != nil {
+		return e.st.Sync(e.offset)
+	}
+	return nil
 }
 
 // Close finishes the file (the json format's closing bracket), flushes and
@@ -345,6 +369,11 @@ func (e *Exporter) Close(ctx context.Context) error {
 	}
 	if err := e.bw.Flush(); err != nil {
 		errs = append(errs, err)
+	}
+	if e.st != nil && len(errs) == 0 {
+		if err := e.st.Close(ctx); err != nil {
+			return err // a storage's errors name the feed and what is kept
+		}
 	}
 	if e.file != nil {
 		if err := e.file.Close(); err != nil {

@@ -2,6 +2,7 @@ package feed
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -11,6 +12,9 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
+	"time"
+
+	"github.com/gocrawl/gocrawl/spider"
 )
 
 // This file is how an Exporter continues a file that already exists: an
@@ -61,10 +65,22 @@ func (s sizedFile) ReadAt(p []byte, off int64) (int, error) {
 
 var empty content = bytes.NewReader(nil)
 
-func (e *Exporter) open() error {
+func (e *Exporter) open(ctx context.Context, cr *spider.Crawler) error {
 	if e.w != nil {
 		e.setWriter(e.w)
 		return e.prepare(empty)
+	}
+	if e.st != nil {
+		info := OpenInfo{Time: time.Now(), Resume: e.opts.Resume, Offset: e.opts.ResumeOffset}
+		if cr != nil && cr.Spider != nil {
+			info.Spider = cr.Spider.Name()
+		}
+		c, err := e.st.Open(ctx, info)
+		if err != nil {
+			return err
+		}
+		e.setWriter(e.st)
+		return e.prepare(c)
 	}
 	if dir := filepath.Dir(e.path); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -273,6 +289,12 @@ func (e *Exporter) Check() error {
 	if e.w != nil {
 		return nil
 	}
+	if e.st != nil {
+		if _, err := e.inspect(empty); err != nil {
+			return err
+		}
+		return e.st.Check(context.Background())
+	}
 	dir := filepath.Dir(e.path)
 	for d := dir; ; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
@@ -335,6 +357,11 @@ func (e *Exporter) prepare(c content) error {
 	e.header, e.wrote = l.header, l.wrote
 	if e.opts.Format == CSV {
 		e.csvw = csv.NewWriter(e.cw)
+	}
+	if e.st != nil && l.keep < c.Size() {
+		if err := e.st.Truncate(l.keep); err != nil {
+			return err
+		}
 	}
 	if e.file != nil && !e.stream {
 		if l.keep < c.Size() {

@@ -41,7 +41,7 @@ func FromSettings(s *settings.Settings) ([]*Exporter, error) {
 // with optional keys format, overwrite, fields, indent; null for none),
 // with FEED_EXPORT_FIELDS and FEED_EXPORT_INDENT as defaults.
 func OptionsFromSettings(s *settings.Settings, entry any) (Options, error) {
-	opts := Options{Fields: s.Strings("FEED_EXPORT_FIELDS"), Indent: s.Int("FEED_EXPORT_INDENT")}
+	opts := Options{Fields: s.Strings("FEED_EXPORT_FIELDS"), Indent: s.Int("FEED_EXPORT_INDENT"), Settings: s}
 	if entry == nil {
 		return opts, nil
 	}
