@@ -155,11 +155,11 @@ func (s *Sink) Check(ctx context.Context) error {
 		}
 	}
 	if len(s.params.Key) > 0 {
-		// Preparing the upsert checks that a unique index covers the key.
+		// Planning the upsert checks that a unique index covers the key.
 		keys := quoteAll(s.params.Key)
 		sql := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, $1) ON CONFLICT (%s) DO NOTHING",
 			s.ref, keys, keys, s.ref, keys)
-		if _, err := s.conn.Prepare(ctx, "", sql); err != nil {
+		if _, err := s.conn.Exec(ctx, "EXPLAIN "+sql, "[]"); err != nil {
 			return fmt.Errorf("table %s cannot be upserted by key %s (it needs a primary key or unique index on exactly these columns): %w",
 				s.params.Table, strings.Join(s.params.Key, ","), err)
 		}
@@ -357,7 +357,7 @@ func transient(err error) bool {
 	if errors.As(err, &pe) {
 		switch {
 		case strings.HasPrefix(pe.Code, "08"), // connection exception
-			strings.HasPrefix(pe.Code, "53"), // insufficient resources
+			strings.HasPrefix(pe.Code, "53"),                           // insufficient resources
 			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // shutdown, starting
 			pe.Code == "40001", pe.Code == "40P01": // serialization failure, deadlock
 			return true
