@@ -10,6 +10,10 @@ import (
 	_ "github.com/gocrawl/gocrawl/downloader/render"
 	// The HTTP cache's store on disk (HTTPCACHE_ENABLED).
 	_ "github.com/gocrawl/gocrawl/middleware/httpcache/pebblecache"
+	// Item feeds into PostgreSQL (-o postgresql://...) and SQLite
+	// (-o sqlite:///path/items.db): register the feed sinks.
+	_ "github.com/gocrawl/gocrawl/pipeline/feed/pgsink"
+	_ "github.com/gocrawl/gocrawl/pipeline/feed/sqlitesink"
 	// The queue that spills to disk past SCHEDULER_MEMORY_MAX_REQUESTS in
 	// a crawl without JOBDIR: registers the scheduler's spill storage.
 	_ "github.com/gocrawl/gocrawl/pqueue/spillq"

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gocrawl/gocrawl/internal/redact"
 	"github.com/gocrawl/gocrawl/pipeline"
 	"github.com/gocrawl/gocrawl/settings"
 )
@@ -26,12 +27,12 @@ func FromSettings(s *settings.Settings) ([]*Exporter, error) {
 		}
 		opts, err := optsFrom(s, feeds[path])
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("FEEDS[%s]: %v", path, err))
+			errs = append(errs, fmt.Sprintf("FEEDS[%s]: %v", redact.String(path), err))
 			continue
 		}
 		ex, err := New(path, opts)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("FEEDS[%s]: %v", path, err))
+			errs = append(errs, fmt.Sprintf("FEEDS[%s]: %v", redact.String(path), err))
 			continue
 		}
 		out = append(out, ex)
