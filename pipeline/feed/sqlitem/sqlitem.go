@@ -218,6 +218,10 @@ func (p Params) Dedupe(batch []feed.Record) []feed.Record {
 
 // canonical returns a JSON value in one spelling for comparisons.
 func canonical(v json.RawMessage) []byte {
+	v = bytes.TrimSpace(v)
+	if len(v) > 0 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		return v // a string without escapes has one spelling
+	}
 	var x any
 	if err := json.Unmarshal(v, &x); err != nil {
 		return v
