@@ -13,6 +13,10 @@ import (
 	// Feeds written to S3-compatible object storage (-o s3://bucket/key):
 	// registers the "s3" feed storage.
 	_ "github.com/gocrawl/gocrawl/pipeline/feed/s3feed"
+	// Item feeds into PostgreSQL (-o postgresql://...) and SQLite
+	// (-o sqlite:///path/items.db): register the feed sinks.
+	_ "github.com/gocrawl/gocrawl/pipeline/feed/pgsink"
+	_ "github.com/gocrawl/gocrawl/pipeline/feed/sqlitesink"
 	// The queue that spills to disk past SCHEDULER_MEMORY_MAX_REQUESTS in
 	// a crawl without JOBDIR: registers the scheduler's spill storage.
 	_ "github.com/gocrawl/gocrawl/pqueue/spillq"

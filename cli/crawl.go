@@ -15,6 +15,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/observe/monitor"
+	"github.com/gocrawl/gocrawl/internal/redact"
 	"github.com/gocrawl/gocrawl/pipeline/feed"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
@@ -260,6 +261,10 @@ func buildFeeds(s *settings.Settings, settingsOK bool, stdout io.Writer, appendT
 		if over {
 			flag = "-O"
 		}
+		if feed.IsSink(path) {
+			o = feed.SinkDefaults(s)
+			o.Overwrite, o.Format = over, f
+		}
 		if path == "-" {
 			if f == "" {
 				return UsageErrorf("-o -: name the format of standard output with -t jsonl|json|csv")
@@ -273,7 +278,7 @@ func buildFeeds(s *settings.Settings, settingsOK bool, stdout io.Writer, appendT
 		}
 		ex, err := feed.New(path, o)
 		if err != nil {
-			return UsageErrorf("%s %s: %v", flag, path, err)
+			return UsageErrorf("%s %s: %v", flag, redact.String(path), err)
 		}
 		exs = append(exs, ex)
 		return nil
@@ -301,7 +306,7 @@ func buildFeeds(s *settings.Settings, settingsOK bool, stdout io.Writer, appendT
 		if err := ex.Check(); err != nil {
 			return nil, UsageError(err)
 		}
-		if p != "<writer>" && !ex.Remote() {
+		if p != "<writer>" && !ex.Remote() && !ex.IsSink() {
 			if err := probeWritable(p); err != nil {
 				return nil, UsageErrorf("feed %s: %v", ex.Path(), err)
 			}

@@ -39,6 +39,24 @@ if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/nul
 	fi
 fi
 
+# PostgreSQL, for the PostgreSQL item sink (pipeline/feed/pgsink, the JOBDIR
+# kill test): from the distribution's packages when initdb is neither on
+# PATH nor in /usr/lib/postgresql/*/bin. The tests run initdb and postgres
+# themselves (devtools/pgtest: a cluster in a temporary directory on a free
+# loopback port; as root, they run them as the postgres user, which the
+# package creates, or nobody). A test that needs it fails when it is
+# missing, unless GOCRAWL_SKIP_POSTGRES=1.
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+	if [ "${GOCRAWL_SKIP_POSTGRES:-}" = 1 ]; then
+		echo "scripts/test.sh: PostgreSQL not installed; GOCRAWL_SKIP_POSTGRES=1 skips the PostgreSQL tests" >&2
+	else
+		echo "== installing postgresql (for the PostgreSQL sink tests)"
+		as_root apt-get update -qq
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
+		# The package may start a system-wide cluster; the tests do not use it.
+	fi
+fi
+
 # Headless Chromium renders pages in the rendering tests (package render,
 # which also looks for google-chrome-stable; RENDER_BROWSER_PATH points
 # gocrawl at another binary) and the HTML crawl report in the report tests

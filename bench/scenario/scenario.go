@@ -60,6 +60,11 @@ type Variant struct {
 	// Warc archives the crawl as WARC files in a fresh temporary folder
 	// (WARC_DIR), deleted after the run.
 	Warc bool
+	// Feed exports every item of gocrawl's crawl to a feed: "jsonl" (a
+	// file), "sqlite" (a database file) or "postgresql" (the database
+	// of the environment variable BENCH_POSTGRESQL_URL), each new for
+	// the run.
+	Feed string
 }
 
 // Hosts returns the host names of s's site.
@@ -134,6 +139,18 @@ func All() []Scenario {
 				{Name: "bare-fasthttp", Crawler: "bare-fasthttp"},
 				// The follow crawl with that client under the downloader.
 				{Name: "gocrawl-follow-fasthttp", Crawler: "gocrawl", Spider: "follow", FastHTTP: true, Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+			},
+		},
+		{
+			Name:  "S1F",
+			About: "items into feeds: S1's 20,000 pages with the follow spider (one item a page) into a jsonl file, SQLite and PostgreSQL; concurrency 64",
+			Site: simsite.Config{Hosts: []simsite.HostConfig{{Name: "one", Seed: 1,
+				Pages: simsite.PagesConfig{Count: 20000, Graph: simsite.GraphTree, Fanout: 10, Size: 4096}}}},
+			Concurrency: 64,
+			Variants: []Variant{
+				{Name: "gocrawl-follow-jsonl", Crawler: "gocrawl", Spider: "follow", Feed: "jsonl", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+				{Name: "gocrawl-follow-sqlite", Crawler: "gocrawl", Spider: "follow", Feed: "sqlite", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
+				{Name: "gocrawl-follow-postgresql", Crawler: "gocrawl", Spider: "follow", Feed: "postgresql", Settings: quiet(map[string]any{"CONCURRENT_REQUESTS_PER_DOMAIN": 0})},
 			},
 		},
 		{

@@ -44,6 +44,18 @@ var backends = []string{
 	"github.com/redis/go-redis/",     // persist/redisjob, pqueue/redisq
 	"github.com/aws/",                // pipeline/feed/s3feed
 	"github.com/johannesboyne/",      // devtools/s3server
+	"github.com/jackc/",              // pipeline/feed/pgsink (pgx), devtools/pgtest
+	"modernc.org/",                   // pipeline/feed/sqlitesink (SQLite in pure Go)
+}
+
+// ownBackend are the backend packages inside the author API (pipeline/):
+// each may link its own driver, and nothing else a backend brings. The
+// feed package itself links none: the command line imports the sinks and
+// the storages.
+var ownBackend = map[string]string{
+	"pipeline/feed/s3feed":     "github.com/aws/",
+	"pipeline/feed/pgsink":     "github.com/jackc/",
+	"pipeline/feed/sqlitesink": "modernc.org/",
 }
 
 // backendOf returns the backend module prefix dep belongs to, or "".
@@ -54,12 +66,6 @@ func backendOf(dep string) string {
 		}
 	}
 	return ""
-}
-
-// ownBackend names the backend packages that sit under the author API's
-// folders: each may link its own backend module and no other.
-var ownBackend = map[string]string{
-	"pipeline/feed/s3feed": "github.com/aws/",
 }
 
 // depViolations returns the deps of p that break a rule, by check, each
@@ -157,6 +163,9 @@ func TestViolations(t *testing.T) {
 		{"the sitemap spider's allowed downloader", pkg{ImportPath: m("spider/sitemap"), Deps: []string{m("downloader"), m("downloader/netguard")}}, ""},
 		{"the sitemap spider's renderer", pkg{ImportPath: m("spider/sitemap"), Deps: []string{m("downloader/render")}}, "downloader/render"},
 		{"the engine links chromedp", pkg{ImportPath: m("engine"), Deps: []string{"github.com/chromedp/chromedp"}}, "engine depends on github.com/chromedp/chromedp"},
+		{"the PostgreSQL sink links pgx", pkg{ImportPath: m("pipeline/feed/pgsink"), Deps: []string{"github.com/jackc/pgx/v5"}}, ""},
+		{"the PostgreSQL sink links SQLite", pkg{ImportPath: m("pipeline/feed/pgsink"), Deps: []string{"modernc.org/sqlite"}}, "modernc.org/sqlite"},
+		{"the feed package links pgx", pkg{ImportPath: m("pipeline/feed"), Deps: []string{"github.com/jackc/pgx/v5"}}, "pipeline/feed depends on github.com/jackc/pgx/v5"},
 		{"the engine links the scheduler", pkg{ImportPath: m("engine"), Deps: []string{m("scheduler")}}, ""},
 		{"a library package imports devtools", pkg{ImportPath: m("middleware"), Imports: []string{m("devtools/simsite")}}, "middleware imports " + m("devtools/simsite")},
 		{"a test imports devtools", pkg{ImportPath: m("middleware"), TestImports: []string{m("devtools/simsite")}}, ""},

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/pipeline"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
@@ -51,6 +52,23 @@ type Options struct {
 	// FEED_STORAGE_S3_* settings); nil means the defaults. Local files
 	// ignore them.
 	Settings *settings.Settings
+
+	// The options of a sink (a target URI whose scheme is registered
+	// with RegisterSink); see sinkfeed.go.
+
+	// BatchItems is how many items a sink stores in one write (0 =
+	// DefaultBatchItems).
+	BatchItems int
+	// BufferItems bounds the items waiting for a sink (0 =
+	// DefaultBufferItems): when it is full, the crawl waits.
+	BufferItems int
+	// RetryTimeout is how long a sink's server may stay unavailable
+	// before the crawl stops (0 = DefaultRetryTimeout).
+	RetryTimeout time.Duration
+	// SinkParams are added to the target URI's query (table, key...).
+	SinkParams map[string]string
+	// Clock times a sink's flushes and retries (nil = the wall clock).
+	Clock clock.Clock
 }
 
 // Exporter writes items to one file in one format. It implements
@@ -79,6 +97,8 @@ type Exporter struct {
 	closed    bool
 	stopFlush chan struct{} // closed by Close: stops the background flusher
 	flushDone chan struct{}
+
+	sink *sinkFeed // a sink target: every method goes to it
 }
 
 // New returns an exporter to path. The format comes from opts.Format or,
@@ -86,6 +106,9 @@ type Exporter struct {
 func New(path string, opts Options) (*Exporter, error) {
 	if path == "" {
 		return nil, errors.New("feed: empty file path")
+	}
+	if IsSink(path) {
+		return newSinkExporter(path, opts)
 	}
 	st, err := storageFor(path, opts.Settings)
 	if err != nil {
@@ -166,6 +189,9 @@ func (e *Exporter) Name() string { return "feed:" + e.path }
 // with Overwrite, continued otherwise, or cut back to ResumeOffset with
 // Resume. It implements pipeline.Opener; c may be nil.
 func (e *Exporter) Open(ctx context.Context, c *spider.Crawler) error {
+	if e.sink != nil {
+		return e.sink.open(ctx, e.path, c)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.opened {
@@ -231,6 +257,9 @@ func (e *Exporter) ProcessItem(ctx context.Context, item any) (any, error) {
 	obj, err := encodeItem(item)
 	if err != nil {
 		return nil, err
+	}
+	if e.sink != nil {
+		return e.sinkItem(ctx, item, obj)
 	}
 	var sel []byte
 	if len(e.opts.Fields) > 0 && e.opts.Format != CSV {
@@ -321,13 +350,21 @@ func (e *Exporter) writeCSV(fields []field) error {
 
 // Items returns the number of items written by this exporter.
 func (e *Exporter) Items() int64 {
+	if e.sink != nil {
+		return e.sink.items()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.items
 }
 
 // Flush writes buffered items to the file (it does not fsync).
+//
+// For a sink, Flush waits until every item exported so far is stored.
 func (e *Exporter) Flush() error {
+	if e.sink != nil {
+		return e.sink.flush()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.opened || e.closed {
@@ -345,6 +382,9 @@ func (e *Exporter) Flush() error {
 // Close finishes the file (the json format's closing bracket), flushes and
 // closes it. It implements pipeline.Closer; later calls do nothing.
 func (e *Exporter) Close(ctx context.Context) error {
+	if e.sink != nil {
+		return e.sink.close(ctx, e.path)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.pending != nil { // checked but never opened

@@ -19,6 +19,12 @@
 // Writes are buffered and flushed at least every second and on Close, so a
 // crawl interrupted gracefully leaves a complete file: a .json file is a
 // valid JSON array once Close has run.
+//
+// A target that is a URI whose scheme a sink package registered
+// (RegisterSink; postgresql:// by pipeline/feed/pgsink, sqlite:// by
+// pipeline/feed/sqlitesink) stores items in a database table instead: New
+// returns an Exporter that batches items, keeps them in a bounded buffer
+// and retries while the database is away (see Sink and docs/exports.md).
 package feed
 
 import (

@@ -286,6 +286,9 @@ func csvHeader(c content) ([]string, error) {
 // for Open (a FIFO needs its reader: opening and closing it would end the
 // reader's input); without a reader, Check fails.
 func (e *Exporter) Check() error {
+	if e.sink != nil {
+		return e.checkSink()
+	}
 	if e.w != nil {
 		return nil
 	}
@@ -391,8 +394,11 @@ func (e *Exporter) prepare(c content) error {
 // closing bracket that Close writes comes after it. Save it with a job's
 // state (after Flush) and pass it back as Options.ResumeOffset to continue
 // the file without duplicates. For a stream it counts the bytes written by
-// this run.
+// this run; for a sink, the items it stored.
 func (e *Exporter) Offset() int64 {
+	if e.sink != nil {
+		return e.sink.items()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.offset
@@ -403,6 +409,9 @@ func (e *Exporter) Offset() int64 {
 // saved. Call it before Open. A stream (not a regular file) is not
 // resumed: its earlier content is out of reach.
 func (e *Exporter) ResumeAt(offset int64) {
+	if e.sink != nil {
+		return // rows are upserted by key: nothing to cut
+	}
 	e.mu.Lock()
 	e.opts.Resume, e.opts.ResumeOffset = true, offset
 	e.mu.Unlock()

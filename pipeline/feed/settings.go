@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gocrawl/gocrawl/internal/redact"
 	"github.com/gocrawl/gocrawl/pipeline"
 	"github.com/gocrawl/gocrawl/settings"
 )
 
 // FromSettings returns an exporter for every entry of the FEEDS setting
-// (file path -> {format, overwrite, fields, indent}), sorted by path.
+// (file path -> {format, overwrite, fields, indent}; sink URI -> the
+// options of SinkOptionsFromSettings), sorted by path.
 // fields and indent default to FEED_EXPORT_FIELDS and FEED_EXPORT_INDENT.
 // Every problem is reported, naming the feed and the option.
 func FromSettings(s *settings.Settings) ([]*Exporter, error) {
@@ -19,14 +21,18 @@ func FromSettings(s *settings.Settings) ([]*Exporter, error) {
 	var out []*Exporter
 	var errs []string
 	for _, path := range slices.Sorted(maps.Keys(feeds)) {
-		opts, err := OptionsFromSettings(s, feeds[path])
+		optsFrom := OptionsFromSettings
+		if IsSink(path) {
+			optsFrom = SinkOptionsFromSettings
+		}
+		opts, err := optsFrom(s, feeds[path])
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("FEEDS[%s]: %v", path, err))
+			errs = append(errs, fmt.Sprintf("FEEDS[%s]: %v", redact.String(path), err))
 			continue
 		}
 		ex, err := New(path, opts)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("FEEDS[%s]: %v", path, err))
+			errs = append(errs, fmt.Sprintf("FEEDS[%s]: %v", redact.String(path), err))
 			continue
 		}
 		out = append(out, ex)

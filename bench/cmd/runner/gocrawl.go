@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,7 +13,10 @@ import (
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/observe/metrics"
 	"github.com/gocrawl/gocrawl/persist/jobdir"
-	_ "github.com/gocrawl/gocrawl/pqueue/spillq" // the spill store, as the gocrawl command links it
+	"github.com/gocrawl/gocrawl/pipeline/feed"
+	_ "github.com/gocrawl/gocrawl/pipeline/feed/pgsink"     // postgresql:// feeds
+	_ "github.com/gocrawl/gocrawl/pipeline/feed/sqlitesink" // sqlite:// feeds
+	_ "github.com/gocrawl/gocrawl/pqueue/spillq"            // the spill store, as the gocrawl command links it
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
 	"github.com/gocrawl/gocrawl/spiders/follow"
@@ -96,6 +100,14 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 			return res, err
 		}
 	}
+	if v.Feed != "" {
+		ex, cleanup, err := benchFeed(v.Feed)
+		if err != nil {
+			return res, err
+		}
+		defer cleanup()
+		opts.Pipelines = feed.Pipelines(ex)
+	}
 	eng, err := engine.New(sp, set, opts)
 	if err != nil {
 		return res, err
@@ -118,6 +130,47 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 	}
 	res.Errors = snap.Global.Completed() - snap.Global.OK
 	return res, nil
+}
+
+// benchFeed returns a new feed of kind jsonl, sqlite or postgresql (a
+// table of BENCH_POSTGRESQL_URL named for the run), keyed by url, and
+// what removes it.
+func benchFeed(kind string) (*feed.Exporter, func(), error) {
+	dir, err := os.MkdirTemp("", "gocrawl-bench-feed-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	var target string
+	switch kind {
+	case "jsonl":
+		target = filepath.Join(dir, "items.jsonl")
+	case "sqlite":
+		target = "sqlite://" + filepath.Join(dir, "items.db") + "?key=url"
+	case "postgresql":
+		base := os.Getenv("BENCH_POSTGRESQL_URL")
+		if base == "" {
+			cleanup()
+			return nil, nil, fmt.Errorf("feed postgresql: set BENCH_POSTGRESQL_URL to a database the bench may create tables in")
+		}
+		sep := "?"
+		if strings.Contains(base, "?") {
+			sep = "&"
+		}
+		target = fmt.Sprintf("%s%stable=bench_%d&key=url", base, sep, time.Now().UnixNano())
+	default:
+		cleanup()
+		return nil, nil, fmt.Errorf("unknown feed %q", kind)
+	}
+	ex, err := feed.New(target, feed.Options{})
+	if err == nil {
+		err = ex.Check()
+	}
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return ex, cleanup, nil
 }
 
 // closeAfter is the -close-after flag.

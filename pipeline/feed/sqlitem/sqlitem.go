@@ -1,0 +1,236 @@
+// Package sqlitem holds what the SQL item sinks (pgsink, sqlitesink) share:
+// their URI parameters, the columns of a table created from an item, and
+// the split of an item into column values and the rest.
+//
+// A table created from the first item has a column per top-level field,
+// typed from the field's JSON value (a string is text, a number numeric,
+// true/false boolean, a list or an object JSON, null text), and a JSON
+// column (Params.Extra, "_extra" by default) that receives the fields of
+// later items the table has no column for. With a key, the key columns
+// are the table's primary key and writes replace the row with the same
+// key (an upsert), so a resumed crawl that exports an item again does not
+// add a row. A user's own table is used as it is: fields go to the columns
+// of the same name, the others to the extra column (an error when the
+// table has none).
+package sqlitem
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/gocrawl/gocrawl/pipeline/feed"
+)
+
+// Kind is the kind of a JSON value, which a created column's type follows.
+type Kind int
+
+// The kinds.
+const (
+	Text Kind = iota
+	Number
+	Bool
+	JSON
+)
+
+// Params are the URI query parameters every SQL sink takes.
+type Params struct {
+	// Table is the table written (?table=, default "items"); in
+	// PostgreSQL it may name a schema too (schema.table).
+	Table string
+	// Key lists the fields of the upsert key (?key=url or key=a,b);
+	// empty: rows are only inserted.
+	Key []string
+	// Extra is the JSON column for fields without a column (?extra=,
+	// default "_extra").
+	Extra string
+}
+
+// ParseParams takes the sink parameters (table, key, extra) out of q,
+// which keeps the others (for the driver).
+func ParseParams(q url.Values) (Params, error) {
+	p := Params{Table: "items", Extra: "_extra"}
+	if q.Has("table") {
+		p.Table = q.Get("table")
+		if p.Table == "" {
+			return p, fmt.Errorf("table is empty: name the table, as in ?table=items")
+		}
+	}
+	if q.Has("extra") {
+		p.Extra = q.Get("extra")
+		if p.Extra == "" {
+			return p, fmt.Errorf("extra is empty: name the JSON column for fields without a column, or leave it out")
+		}
+	}
+	if q.Has("key") {
+		for _, k := range strings.Split(q.Get("key"), ",") {
+			k = strings.TrimSpace(k)
+			if k == "" {
+				return p, fmt.Errorf("key %q has an empty field name: use key=url or key=site,id", q.Get("key"))
+			}
+			if slices.Contains(p.Key, k) {
+				return p, fmt.Errorf("key names %q twice", k)
+			}
+			p.Key = append(p.Key, k)
+		}
+	}
+	if slices.Contains(p.Key, p.Extra) {
+		return p, fmt.Errorf("the key field %q is also the extra column's name: rename the extra column with extra=", p.Extra)
+	}
+	for _, k := range []string{"table", "key", "extra"} {
+		q.Del(k)
+	}
+	return p, nil
+}
+
+// Validate reports an item that cannot be stored: one without a key field,
+// or whose key field is null.
+func (p Params) Validate(r feed.Record) error {
+	for _, k := range p.Key {
+		v, ok := r.Get(k)
+		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			return fmt.Errorf("the item has no %q field, which the sink's key needs (key=%s)", k, strings.Join(p.Key, ","))
+		}
+	}
+	return nil
+}
+
+// KindOf returns the kind of a JSON value.
+func KindOf(v json.RawMessage) Kind {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return Text
+	}
+	switch c := v[0]; {
+	case c == '"' || c == 'n':
+		return Text
+	case c == 't' || c == 'f':
+		return Bool
+	case c == '{' || c == '[':
+		return JSON
+	default:
+		return Number
+	}
+}
+
+// Column is a column of a table to create.
+type Column struct {
+	Name string
+	Kind Kind
+}
+
+// Columns returns the columns of a table created for r: its fields, then
+// the extra column (of kind JSON) unless a field has its name.
+func (p Params) Columns(r feed.Record) []Column {
+	out := make([]Column, 0, len(r.Fields)+1)
+	extra := true
+	for _, f := range r.Fields {
+		out = append(out, Column{Name: f.Name, Kind: KindOf(f.Value)})
+		if f.Name == p.Extra {
+			extra = false
+		}
+	}
+	if extra {
+		out = append(out, Column{Name: p.Extra, Kind: JSON})
+	}
+	return out
+}
+
+// Row is one record split for a table.
+type Row struct {
+	// Values are the values of the table's columns, in the order given to
+	// Split (nil where the record lacks the field).
+	Values []json.RawMessage
+	// Extra holds the fields without a column, as a JSON object (nil
+	// when there are none).
+	Extra json.RawMessage
+}
+
+// Split splits r into the values of cols (the table's columns, the extra
+// column left out) and the fields without a column. It fails when fields
+// have no column and the table has no extra column (hasExtra false).
+func Split(r feed.Record, cols []string, index map[string]int, hasExtra bool, extraName string) (Row, error) {
+	row := Row{Values: make([]json.RawMessage, len(cols))}
+	var rest bytes.Buffer
+	var missing []string
+	for _, f := range r.Fields {
+		if i, ok := index[f.Name]; ok {
+			row.Values[i] = f.Value
+			continue
+		}
+		if !hasExtra {
+			missing = append(missing, f.Name)
+			continue
+		}
+		if rest.Len() == 0 {
+			rest.WriteByte('{')
+		} else {
+			rest.WriteByte(',')
+		}
+		name, _ := json.Marshal(f.Name)
+		rest.Write(name)
+		rest.WriteByte(':')
+		rest.Write(f.Value)
+	}
+	if len(missing) > 0 {
+		return row, fmt.Errorf("the table has no column for the fields %s and no %q JSON column for the rest: add the columns, or an %q column (jsonb in PostgreSQL, text in SQLite)",
+			strings.Join(missing, ", "), extraName, extraName)
+	}
+	if rest.Len() > 0 {
+		rest.WriteByte('}')
+		row.Extra = rest.Bytes()
+	}
+	return row, nil
+}
+
+// Dedupe returns batch with only the last record of each key, in order:
+// one statement cannot write the same row twice.
+func (p Params) Dedupe(batch []feed.Record) []feed.Record {
+	if len(p.Key) == 0 || len(batch) < 2 {
+		return batch
+	}
+	last := make(map[string]int, len(batch))
+	keys := make([]string, len(batch))
+	for i, r := range batch {
+		var b strings.Builder
+		for _, k := range p.Key {
+			v, _ := r.Get(k)
+			b.Write(canonical(v))
+			b.WriteByte(0)
+		}
+		keys[i] = b.String()
+		last[keys[i]] = i
+	}
+	if len(last) == len(batch) {
+		return batch
+	}
+	out := make([]feed.Record, 0, len(last))
+	for i, r := range batch {
+		if last[keys[i]] == i {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// canonical returns a JSON value in one spelling for comparisons.
+func canonical(v json.RawMessage) []byte {
+	v = bytes.TrimSpace(v)
+	if len(v) > 0 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		return v // a string without escapes has one spelling
+	}
+	var x any
+	if err := json.Unmarshal(v, &x); err != nil {
+		return v
+	}
+	b, _ := json.Marshal(x)
+	return b
+}
+
+// Quote quotes an identifier for SQL ("name", inner quotes doubled).
+func Quote(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
