@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gocrawl/gocrawl/engine"
-	"github.com/gocrawl/gocrawl/observe/monitor"
 	"github.com/gocrawl/gocrawl/internal/redact"
+	"github.com/gocrawl/gocrawl/observe/monitor"
 	"github.com/gocrawl/gocrawl/pipeline/feed"
 	"github.com/gocrawl/gocrawl/settings"
 	"github.com/gocrawl/gocrawl/spider"
