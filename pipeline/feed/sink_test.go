@@ -276,7 +276,7 @@ func TestSinkSettings(t *testing.T) {
 		"FEEDS[memtest://b]: format does not apply to a sink",
 		`FEEDS[memtest://c]: unknown option "tabel"`,
 		"FEEDS[memtest://d?bad=1]: item sink memtest://d?bad=1: bad parameter",
-		`FEEDS[nosuch://e]: unknown feed format`, // not a sink: a file named so
+		`FEEDS[nosuch://e]: no feed storage for this URI "nosuch://e": the feed URIs this program takes are memtest://`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("err = %v, want %q", err, w)

@@ -120,10 +120,14 @@ func storageFor(path string, s *settings.Settings) (Storage, error) {
 	known := slices.Sorted(maps.Keys(storages.m))
 	storages.RUnlock()
 	if fn == nil {
+		// Neither a storage (bytes of a formatted feed) nor an item sink
+		// (New sends those first): name every scheme this program has.
+		known = append(known, SinkSchemes()...)
+		slices.Sort(known)
 		if len(known) == 0 {
-			return nil, fmt.Errorf("%w %q: this program links no feed storage (the gocrawl command links s3://)", ErrStorage, path)
+			return nil, fmt.Errorf("%w %q: this program links no feed storage or item sink (the gocrawl command links s3://, postgresql:// and sqlite://)", ErrStorage, path)
 		}
-		return nil, fmt.Errorf("%w %q: the storages linked are %s://", ErrStorage, path, strings.Join(known, ":// "))
+		return nil, fmt.Errorf("%w %q: the feed URIs this program takes are %s://", ErrStorage, path, strings.Join(known, ":// "))
 	}
 	if s == nil {
 		s = settings.New()
