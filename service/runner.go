@@ -388,7 +388,8 @@ func (p *proc) noteLog(line []byte) {
 
 // Cancel stops job id: a queued job is cancelled at once; a running one is
 // asked to stop gracefully (SIGTERM: nothing new is sent, in-flight
-// requests finish, the state is saved), and a second Cancel aborts it. It
+// requests finish, the state is saved), and a second Cancel aborts it
+// (SIGINT, the crawl's second signal). It
 // returns the job and what was done: "cancelled", "stopping", "aborting",
 // or "ended" for a job that had already ended.
 func (s *Service) Cancel(ctx context.Context, id string) (*Job, string, error) {
@@ -399,8 +400,14 @@ func (s *Service) Cancel(ctx context.Context, id string) (*Job, string, error) {
 		p.cancels++
 		n := p.cancels
 		p.mu.Unlock()
-		// The crawl's first signal stops it, the second aborts it.
-		p.signal(syscall.SIGTERM)
+		// The crawl's first signal stops it, the second aborts it. The
+		// second is SIGINT: two SIGTERMs sent before the crawl took the
+		// first would reach it as one, and the abort would be lost.
+		sig := syscall.SIGTERM
+		if n > 1 {
+			sig = syscall.SIGINT
+		}
+		p.signal(sig)
 		j := *p.job // a copy: the job's watcher changes it under s.mu
 		if n == 1 {
 			s.log.Info().Str("job", id).Msg("stopping the job gracefully")
