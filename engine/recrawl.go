@@ -161,7 +161,9 @@ func (r *recrawler) starts(ctx context.Context, spiders iter.Seq2[*spider.Reques
 		errStop := errors.New("stop")
 		n := 0
 		err := r.store.Each(ctx, func(_ string, rec recrawl.Record) error {
-			if len(rec.Request) == 0 || r.codec == nil {
+			if len(rec.Request) == 0 || r.codec == nil || rec.Round >= r.round.N {
+				// Nothing to enqueue, or already visited in this round (a
+				// round resumed after its seeding was cut short).
 				return nil
 			}
 			req, err := r.codec.Decode(rec.Request)

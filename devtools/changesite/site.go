@@ -48,6 +48,7 @@ type Page struct {
 type Site struct {
 	mu    sync.Mutex
 	pages map[int]*Page
+	hits  map[string]int
 	base  time.Time
 	n     atomic.Int64
 
@@ -55,6 +56,8 @@ type Site struct {
 	// each page (set it before serving): the body changes, the text does
 	// not.
 	Nonce bool
+	// Latency is how long every answer takes (set it before serving).
+	Latency time.Duration
 
 	// Counters of what was sent and received.
 	Requests, NotModified, Conditional, IfNoneMatch atomic.Int64
@@ -64,7 +67,7 @@ type Site struct {
 // New returns a site of n pages with validators v (page i links to no
 // page; / links to all).
 func New(n int, v Validators) *Site {
-	s := &Site{pages: map[int]*Page{}, base: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := &Site{pages: map[int]*Page{}, hits: map[string]int{}, base: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	for i := range n {
 		s.pages[i] = &Page{Validators: v}
 	}
@@ -89,8 +92,22 @@ func (s *Site) Update(i int, fn func(p *Page)) {
 // Bytes is every byte sent: status lines, headers and bodies.
 func (s *Site) Bytes() int64 { return s.BodyBytes.Load() + s.HeaderBytes.Load() }
 
+// Hits returns how many requests each path got since the last Reset.
+func (s *Site) Hits() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.hits))
+	for k, v := range s.hits {
+		out[k] = v
+	}
+	return out
+}
+
 // Reset zeroes the counters.
 func (s *Site) Reset() {
+	s.mu.Lock()
+	s.hits = map[string]int{}
+	s.mu.Unlock()
 	for _, c := range []*atomic.Int64{&s.Requests, &s.NotModified, &s.Conditional, &s.IfNoneMatch, &s.BodyBytes, &s.HeaderBytes} {
 		c.Store(0)
 	}
@@ -98,6 +115,12 @@ func (s *Site) Reset() {
 
 func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.Requests.Add(1)
+	s.mu.Lock()
+	s.hits[r.URL.Path]++
+	s.mu.Unlock()
+	if s.Latency > 0 {
+		time.Sleep(s.Latency)
+	}
 	if r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != "" {
 		s.Conditional.Add(1)
 	}

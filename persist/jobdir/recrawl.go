@@ -8,8 +8,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/persist/reqcodec"
+	"github.com/gocrawl/gocrawl/pqueue"
 	"github.com/gocrawl/gocrawl/recrawl"
 	"github.com/gocrawl/gocrawl/spider"
 )

@@ -270,3 +270,49 @@ func TestRecrawlTextFingerprint(t *testing.T) {
 		})
 	}
 }
+
+// A job written before recrawl records existed has none: a recrawl says
+// so and fetches every page the spider reaches once more, without
+// validators; the next recrawl has them.
+func TestRecrawlLegacyJob(t *testing.T) {
+	site := changesite.New(5, changesite.ETagAndLastModified)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "job")
+	sp := newChangeSpider(srv.URL + "/")
+	crawlJob(t, dir, sp)
+	// Remove what this version adds, as a job of the previous version.
+	j, err := jobdir.Open(dir, sp.Name(), jobdir.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := []byte(jobdir.PrefixRecrawl)
+	hi := append(append([]byte(nil), lo[:len(lo)-1]...), lo[len(lo)-1]+1)
+	if err := j.DB().DeleteRange(lo, hi, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	site.Reset()
+	_, log := crawlJob(t, dir, sp, "RECRAWL_ENABLED", true)
+	if !strings.Contains(log, "written before gocrawl kept recrawl records") {
+		t.Errorf("no message about the old job:\n%s", log)
+	}
+	if n, c := site.Requests.Load(), site.Conditional.Load(); n != 6 || c != 0 {
+		t.Errorf("legacy recrawl: %d requests (%d conditional), want 6 unconditional", n, c)
+	}
+	site.Reset()
+	crawlJob(t, dir, sp, "RECRAWL_ENABLED", true)
+	if n := site.NotModified.Load(); n != 5 {
+		t.Errorf("the recrawl after the legacy one got %d 304s, want 5", n)
+	}
+}
+
+func TestRecrawlNeedsAJob(t *testing.T) {
+	_, err := engine.New(newChangeSpider("http://127.0.0.1:1/"), recrawlSettings(t, "RECRAWL_ENABLED", true), engine.Options{})
+	if err == nil || !strings.Contains(err.Error(), "RECRAWL_ENABLED") || !strings.Contains(err.Error(), "JOBDIR") {
+		t.Fatalf("RECRAWL_ENABLED without a job: %v, want an error naming the setting and JOBDIR", err)
+	}
+}
