@@ -60,14 +60,20 @@ type recrawler struct {
 // newRecrawler reads the recrawl settings and opens the job's records; it
 // returns nil when the crawl keeps none.
 func newRecrawler(ctx context.Context, e *Engine) (*recrawler, error) {
+	policy, err := recrawl.PolicyFromSettings(e.set)
+	if err != nil {
+		return nil, err
+	}
+	return newRecrawlerWith(ctx, e, policy)
+}
+
+// newRecrawlerWith is newRecrawler with the continuous mode's policy (nil:
+// none).
+func newRecrawlerWith(ctx context.Context, e *Engine, policy recrawl.Policy) (*recrawler, error) {
 	s := e.set
 	mode, err := recrawl.ParseFingerprintMode(s.String("RECRAWL_FINGERPRINT"))
 	if err != nil {
 		return nil, fmt.Errorf("RECRAWL_FINGERPRINT: %w", err)
-	}
-	policy, err := recrawl.PolicyFromSettings(s)
-	if err != nil {
-		return nil, err
 	}
 	budget, err := recrawl.BudgetFromSettings(s, e.clock)
 	if err != nil {
