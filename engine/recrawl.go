@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/observe/stats"
@@ -52,7 +53,11 @@ type recrawler struct {
 	revisit bool // this run seeds the known URLs (a new round)
 	track   recrawl.Tracker
 
-	seedMu sync.Mutex
+	// due holds the due time of every revisit this process scheduled and
+	// has not yet made (continuous mode), for the freshness stat.
+	dueMu   sync.Mutex
+	due     map[string]time.Time
+	freshAt time.Time
 
 	cNew, cChanged, cUnchanged, cGone, c304, cRevisits *stats.Counter
 }
@@ -101,6 +106,7 @@ func newRecrawlerWith(ctx context.Context, e *Engine, policy recrawl.Policy) (*r
 		return nil, fmt.Errorf("recrawl records: %w", err)
 	}
 	st := e.stats
+	st.Set("recrawl/oldest_due_age_seconds", 0)
 	r.cNew, r.cChanged, r.cUnchanged, r.cGone = st.Counter("recrawl/new"), st.Counter("recrawl/changed"), st.Counter("recrawl/unchanged"), st.Counter("recrawl/gone")
 	r.c304, r.cRevisits = st.Counter("recrawl/not_modified"), st.Counter("recrawl/revisits")
 	r.track.OnChurn = func(scope string) {
@@ -351,7 +357,34 @@ func (r *recrawler) visited(ctx context.Context, req *spider.Request, res *spide
 	if err := r.store.Put(ctx, k, rec); err != nil {
 		e.log.Error().Err(err).Str("url", req.URL.Redacted()).Msg("recrawl: cannot save the URL's record")
 	}
+	if r.policy != nil {
+		r.freshness(k, rec.State.Due)
+	}
 	return next
+}
+
+// freshness records that the URL of key was visited and is due again at
+// due, and, at most once a second, sets recrawl/oldest_due_age_seconds:
+// how long the most overdue URL has waited past its due time.
+func (r *recrawler) freshness(key string, due time.Time) {
+	now := r.e.clock.Now()
+	r.dueMu.Lock()
+	defer r.dueMu.Unlock()
+	if r.due == nil {
+		r.due = map[string]time.Time{}
+	}
+	r.due[key] = due
+	if now.Sub(r.freshAt) < time.Second {
+		return
+	}
+	r.freshAt = now
+	oldest := now
+	for _, d := range r.due {
+		if d.Before(oldest) {
+			oldest = d
+		}
+	}
+	r.e.stats.Set("recrawl/oldest_due_age_seconds", now.Sub(oldest).Seconds())
 }
 
 // validatorSent is the ETag a revisit with record prev sent.
