@@ -2,8 +2,11 @@ package recrawl
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gocrawl/gocrawl/settings"
 )
 
 func TestClassify(t *testing.T) {
@@ -147,6 +150,30 @@ func TestNextRound(t *testing.T) {
 		got, begun := NextRound(tc.cur, tc.known, tc.legacy)
 		if got != tc.want || begun != tc.begun {
 			t.Errorf("%s: %+v %v, want %+v %v", tc.name, got, begun, tc.want, tc.begun)
+		}
+	}
+}
+
+func TestCheckNeedsAJob(t *testing.T) {
+	for _, tc := range []struct {
+		kv   map[string]any
+		fail bool
+	}{
+		{map[string]any{}, false},
+		{map[string]any{"RECRAWL_ENABLED": true}, true},
+		{map[string]any{"RECRAWL_ENABLED": true, "JOBDIR": "j"}, false},
+		{map[string]any{"RECRAWL_ENABLED": true, "REDIS_URL": "redis://127.0.0.1:1/0"}, false},
+	} {
+		s := settings.New()
+		if err := s.SetMap(tc.kv, settings.SourceCommandLine, "test"); err != nil {
+			t.Fatal(err)
+		}
+		err := checkSettings(s)
+		if (err != nil) != tc.fail {
+			t.Errorf("%v: %v, want failure %v", tc.kv, err, tc.fail)
+		}
+		if err != nil && !strings.Contains(err.Error(), "RECRAWL_ENABLED") {
+			t.Errorf("the error does not name the setting: %v", err)
 		}
 	}
 }
