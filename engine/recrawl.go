@@ -349,7 +349,7 @@ func (r *recrawler) visited(ctx context.Context, req *spider.Request, res *spide
 	var next *spider.Request
 	if r.policy != nil {
 		now := e.clock.Now()
-		rec.State = r.policy.Next(prev.State, recrawl.Visit{At: now, Changed: c == recrawl.ChangeNew || c == recrawl.ChangeChanged, Gone: c == recrawl.ChangeGone}, recrawl.Hints{})
+		rec.State = r.policy.Next(prev.State, recrawl.Visit{At: now, Changed: c == recrawl.ChangeNew || c == recrawl.ChangeChanged, Gone: c == recrawl.ChangeGone}, hints(req))
 		next = stripRevisit(req)
 		markRevisit(next)
 		throttling.SetRequestDelay(next, max(rec.State.Due.Sub(now), 0))
@@ -385,6 +385,17 @@ func (r *recrawler) freshness(key string, due time.Time) {
 		}
 	}
 	r.e.stats.Set("recrawl/oldest_due_age_seconds", now.Sub(oldest).Seconds())
+}
+
+// hints returns what the sitemap that listed req said of it (the meta
+// the sitemap spider sets), zero when nothing.
+func hints(req *spider.Request) recrawl.Hints {
+	var h recrawl.Hints
+	if v, ok := req.Get(spider.MetaSitemapLastMod).(string); ok {
+		h.LastMod, _ = time.Parse(time.RFC3339, v)
+	}
+	h.ChangeFreq, _ = req.Get(spider.MetaSitemapChangeFreq).(string)
+	return h
 }
 
 // validatorSent is the ETag a revisit with record prev sent.

@@ -105,3 +105,14 @@ func TestContinuousRevisits(t *testing.T) {
 		t.Errorf("recrawl/revisits = %v, want at least %d", res.Stats["recrawl/revisits"], 2*pages)
 	}
 }
+
+func TestSitemapHints(t *testing.T) {
+	req := spider.MustRequest("http://127.0.0.1/p", nil).Set(spider.MetaSitemapLastMod, "2024-06-01T00:00:00Z").Set(spider.MetaSitemapChangeFreq, "daily")
+	h := hints(req)
+	if !h.LastMod.Equal(time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)) || h.ChangeFreq != "daily" {
+		t.Errorf("hints %+v", h)
+	}
+	if h := hints(spider.MustRequest("http://127.0.0.1/q", nil)); h != (recrawl.Hints{}) {
+		t.Errorf("a request without sitemap meta has hints %+v", h)
+	}
+}

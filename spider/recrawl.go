@@ -13,6 +13,15 @@ const (
 	ChangeGone      = "gone"      // 404 or 410
 )
 
+// Meta keys of a page request found in a sitemap: its <lastmod> (a
+// string in RFC 3339 form) and its
+// <changefreq> ("daily"...). The sitemap spider sets them; a revisit
+// schedule takes them as hints (docs/recrawl.md).
+const (
+	MetaSitemapLastMod    = "sitemap_lastmod"
+	MetaSitemapChangeFreq = "sitemap_changefreq"
+)
+
 // NotModifiedHandler is implemented by a spider that wants to see the 304
 // Not Modified answers of a recrawl. Without it a 304 calls no callback:
 // the page is unchanged, there is nothing new to parse. NotModified gets

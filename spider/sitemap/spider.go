@@ -277,16 +277,18 @@ func (s *Spider) requestPages(res *spider.Response, out spider.Output, f *File) 
 		if s.Filter != nil && !s.Filter(f.Kind, e) {
 			continue
 		}
-		s.requestPage(res, out, e.Loc)
+		s.requestPage(res, out, e.Loc, e)
 		if s.AlternateLinks {
 			for _, a := range e.Alternates {
-				s.requestPage(res, out, a.Href)
+				s.requestPage(res, out, a.Href, e)
 			}
 		}
 	}
 }
 
-func (s *Spider) requestPage(res *spider.Response, out spider.Output, loc string) {
+// requestPage requests loc, with e's <lastmod> and <changefreq> in its
+// meta (hints for a revisit schedule).
+func (s *Spider) requestPage(res *spider.Response, out spider.Output, loc string, e Entry) {
 	var cb spider.Callback
 	if len(s.Rules) > 0 {
 		i := -1
@@ -304,6 +306,12 @@ func (s *Spider) requestPage(res *spider.Response, out spider.Output, loc string
 	req, err := res.NewRequest(loc, cb)
 	if err != nil {
 		return
+	}
+	if !e.LastMod.IsZero() {
+		req.Set(spider.MetaSitemapLastMod, e.LastMod.UTC().Format(time.RFC3339))
+	}
+	if e.ChangeFreq != "" {
+		req.Set(spider.MetaSitemapChangeFreq, e.ChangeFreq)
 	}
 	out.Request(req)
 }
