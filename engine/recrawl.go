@@ -302,7 +302,28 @@ func (r *recrawler) fetch(ctx context.Context, req *spider.Request, scopes throt
 			}
 		}
 	}
-	return e.fetch.Fetch(ctx, send)
+	res, err := e.fetch.Fetch(ctx, send)
+	if err == nil && res != nil {
+		// Told before the next request of the scope is prepared (the
+		// slot is freed when this returns), so that a server whose
+		// ETags churn gets no more If-None-Match than the threshold.
+		r.observeETag(scope, rec, ok, res)
+	}
+	return res, err
+}
+
+// observeETag tells the Tracker how the server answered a revisit that
+// may have sent If-None-Match.
+func (r *recrawler) observeETag(scope string, prev recrawl.Record, found bool, res *spider.Response) {
+	sent := validatorSent(prev, found)
+	if sent == "" {
+		return
+	}
+	var fp recrawl.Hash
+	if res.Status >= 200 && res.Status < 300 {
+		fp = recrawl.Fingerprint(r.mode, res.Body)
+	}
+	r.track.Observe(scope, sent, res.Status, res.Header.Get("ETag"), recrawl.Classify(prev, found, res.Status, fp))
 }
 
 // visited records what res (the answer to req) found, sets res.Change,
@@ -321,9 +342,6 @@ func (r *recrawler) visited(ctx context.Context, req *spider.Request, res *spide
 		fp = recrawl.Fingerprint(r.mode, res.Body)
 	}
 	c := recrawl.Classify(prev, found, res.Status, fp)
-	if isRevisit(req) {
-		r.track.Observe(req.Host(), validatorSent(prev, found), res.Status, res.Header.Get("ETag"), c)
-	}
 	switch c {
 	case recrawl.ChangeNew:
 		r.cNew.Add(1)
