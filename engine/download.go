@@ -84,7 +84,13 @@ func (e *Engine) process(ctx, wait, wire context.Context, job *scheduler.Job) {
 		return
 	}
 
-	res, err := e.fetch.Fetch(throttling.WithSentAt(context.WithValue(fctx, runKey{}, r), job.SentAt), job.Req)
+	var res *spider.Response
+	var err error
+	if fc := throttling.WithSentAt(context.WithValue(fctx, runKey{}, r), job.SentAt); e.rc != nil {
+		res, err = e.rc.fetch(fc, job.Req, job.Scopes)
+	} else {
+		res, err = e.fetch.Fetch(fc, job.Req)
+	}
 	if r.reported.CompareAndSwap(false, true) {
 		// A middleware answered without downloading (cache) or dropped
 		// the request: free the scopes without feedback, and give the

@@ -144,6 +144,7 @@ type Engine struct {
 	observers []Observer
 	starts    *throttling.StartLimiter
 	hs        *handlers                         // download handlers besides HTTP (handlers.go)
+	rc        *recrawler                        // recrawl records, or nil (recrawl.go)
 	startReqs iter.Seq2[*spider.Request, error] // Options.StartRequests
 	dropSeen  sync.Map                          // drop reasons already logged at INFO
 	named     sync.Map                          // callbacks resolved by name (scrape.go)
@@ -281,6 +282,11 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 		_ = e.hs.close()
 		return nil, err
 	}
+	if e.rc, err = newRecrawler(context.Background(), e); err != nil {
+		_ = e.fetch.Close(context.Background())
+		_ = e.hs.close()
+		return nil, err
+	}
 	e.sched, err = scheduler.New(scheduler.Deps{Settings: s, Spider: sp, Throttler: e.gate, Stats: e.stats, Log: opts.Log, Clock: opts.Clock, Storage: storage})
 	if err != nil {
 		_ = e.fetch.Close(context.Background())
@@ -381,6 +387,9 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 		reason = "aborted"
 	}
 	stopCheckpoints()
+	if e.rc != nil {
+		e.rc.finished(cctx, reason)
+	}
 	elapsed := e.clock.Now().Sub(start)
 	e.finishStats(elapsed, reason)
 	closeErr := e.close(context.WithoutCancel(cctx), reason)

@@ -124,6 +124,9 @@ func (e *Engine) newLoop(ctx context.Context, done <-chan struct{}) *loopState {
 	if starts == nil {
 		starts = e.sp.Start(ctx)
 	}
+	if e.rc != nil {
+		starts = e.rc.starts(ctx, starts)
+	}
 	l.next, l.stopStarts = iter.Pull2(starts)
 	l.flusher, _ = e.sched.(scheduler.Flusher)
 	l.lowWater = max(4*e.maxInflight, 256)
@@ -480,6 +483,9 @@ func (l *loopState) handleEvents(ev event) {
 func (e *Engine) enqueue(ctx context.Context, req *spider.Request) bool {
 	if req == nil {
 		return false
+	}
+	if e.rc != nil {
+		e.rc.admit(ctx, req)
 	}
 	ok, err := e.sched.Enqueue(ctx, req)
 	if err != nil {

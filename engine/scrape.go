@@ -43,6 +43,14 @@ func (e *Engine) scrape(ctx context.Context, req *spider.Request, res *spider.Re
 		if n := e.pages.Add(1); e.closePages > 0 && n >= e.closePages {
 			e.Stop("closespider_pagecount")
 		}
+		if e.rc != nil {
+			if next := e.rc.visited(ctx, req, res); next != nil {
+				out.Request(next)
+			}
+			if e.rc.notModified(ctx, res, out) {
+				return
+			}
+		}
 		if herr := e.handle.Handle(ctx, res, out); herr != nil {
 			e.callbackError(ctx, res, herr, out)
 		}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/gocrawl/gocrawl/spider"
 )
 
 // Visit is what one fetch of a URL found.
@@ -274,4 +276,27 @@ func ChangeFreqInterval(freq string) (d time.Duration, ok bool) {
 		return -1, true
 	}
 	return 0, false
+}
+
+// HintsOf returns what a sitemap said of req's page: the
+// spider.MetaSitemapLastMod and spider.MetaSitemapChangeFreq meta the
+// sitemap spider sets (a spider may set them on requests of its own).
+// It is zero for a request without them; values that cannot be read are
+// left out.
+func HintsOf(req *spider.Request) Hints {
+	var h Hints
+	if req == nil {
+		return h
+	}
+	if s, ok := req.Get(spider.MetaSitemapLastMod).(string); ok {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			h.LastMod = t
+		}
+	}
+	if s, ok := req.Get(spider.MetaSitemapChangeFreq).(string); ok {
+		if _, ok := ChangeFreqInterval(s); ok {
+			h.ChangeFreq = strings.ToLower(strings.TrimSpace(s))
+		}
+	}
+	return h
 }

@@ -52,6 +52,10 @@ type Response struct {
 	// Screenshot is a PNG screenshot of a rendered page, when the request
 	// asked for one (RENDER_SCREENSHOT, the render_screenshot meta).
 	Screenshot []byte
+	// Change is what this response tells of the page compared with its
+	// last visit: ChangeNew, ChangeChanged, ChangeUnchanged, ChangeGone,
+	// or "" when the crawl keeps no recrawl records (docs/recrawl.md).
+	Change string
 
 	encOnce  sync.Once
 	enc      encoding.Encoding

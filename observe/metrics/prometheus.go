@@ -54,6 +54,7 @@ type Exporter struct {
 	labelled map[string]bool
 
 	inflight, inflightScope, admissions, responses, http429, dlErrors, delay, level, blocked, queueSize, items *prometheus.Desc
+	recrawlPages, recrawlNotModified, recrawlOldestDue                                                         *prometheus.Desc
 }
 
 // ExporterOptions are the optional sources of an Exporter.
@@ -92,13 +93,17 @@ func NewExporter(rec *Recorder, opts ExporterOptions) *Exporter {
 		blocked:       d("scope_blocked_seconds", "Time left before a throttling scope may send again after a Retry-After, RateLimit-Reset or DelayScope.", "scope"),
 		queueSize:     d("queue_size", "Requests waiting in the scheduler."),
 		items:         d("items_total", "Items scraped."),
+
+		recrawlPages:       d("recrawl_pages_total", "Responses by what they tell of the page since its last visit (docs/recrawl.md).", "change"),
+		recrawlNotModified: d("recrawl_not_modified_total", "Revisits answered 304 Not Modified."),
+		recrawlOldestDue:   d("recrawl_oldest_due_age_seconds", "Freshness in continuous mode: how long the most overdue URL has been due (0: none is overdue)."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{e.inflight, e.inflightScope, e.admissions, e.responses, e.http429,
-		e.dlErrors, e.delay, e.level, e.blocked, e.queueSize, e.items} {
+		e.dlErrors, e.delay, e.level, e.blocked, e.queueSize, e.items, e.recrawlPages, e.recrawlNotModified, e.recrawlOldestDue} {
 		ch <- d
 	}
 }
@@ -172,6 +177,11 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	if e.stats != nil {
 		counter(e.items, e.stats.Get(stats.ItemScrapedCount))
+		for _, c := range []string{"new", "changed", "unchanged", "gone"} {
+			counter(e.recrawlPages, e.stats.Get("recrawl/"+c), c)
+		}
+		counter(e.recrawlNotModified, e.stats.Get("recrawl/not_modified"))
+		gauge(e.recrawlOldestDue, e.stats.Get("recrawl/oldest_due_age_seconds"))
 	}
 }
 

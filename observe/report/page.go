@@ -50,6 +50,7 @@ type view struct {
 	ScopePlots      []scopePlots
 	MoreSeries      int
 	Statuses        []row
+	Changes         []row // recrawl change statuses, when the crawl kept records
 	Errors          []row
 	Dropped         []row
 	Slowest         []scopeRow
@@ -115,6 +116,7 @@ func build(d *Data, opts Options) view {
 	v.Global, v.ScopePlots, v.NoSeries = plots(d)
 	v.Statuses = prefixed(st, "downloader/response_status_count/")
 	v.Errors = prefixed(st, "downloader/exception_type_count/")
+	v.Changes = changes(st)
 	for _, dr := range Dropped(st) {
 		v.Dropped = append(v.Dropped, row{Key: dr.Class, Value: strconv.FormatInt(dr.Count, 10)})
 	}
@@ -303,6 +305,25 @@ func jobRows(j *Job) *jobView {
 		v.Feeds = append(v.Feeds, row{Key: p, Value: fmt.Sprintf("%d bytes kept on resume", j.Feeds[p])})
 	}
 	return v
+}
+
+// changes returns the recrawl change counts (docs/recrawl.md), or nil
+// when the crawl kept no records.
+func changes(st map[string]float64) []row {
+	var out []row
+	for _, c := range []string{"new", "changed", "unchanged", "gone"} {
+		if v, ok := st["recrawl/"+c]; ok {
+			out = append(out, row{Key: c, Value: strconv.FormatFloat(v, 'f', -1, 64)})
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	shareOf(out)
+	if v, ok := st["recrawl/not_modified"]; ok {
+		out = append(out, row{Key: "of which 304", Value: strconv.FormatFloat(v, 'f', -1, 64)})
+	}
+	return out
 }
 
 // prefixed returns the stats under prefix as rows (the rest of the key,

@@ -97,6 +97,9 @@ footer { color: var(--muted); padding: 0 28px 24px; font-size: 12px; }
 <table><caption class="note">Dropped requests</caption><tr><th class="k">reason</th><th>count</th><th></th></tr>
 {{range .Dropped}}<tr><td class="k">{{.Key}}</td><td>{{.Value}}</td><td class="bar"><span style="width:{{.Share}}%"></span></td></tr>
 {{else}}<tr><td class="k" colspan="3">none</td></tr>{{end}}</table>
+{{if .Changes}}<table><caption class="note">Pages by change since their last visit (recrawl)</caption><tr><th class="k">change</th><th>count</th><th></th></tr>
+{{range .Changes}}<tr><td class="k">{{.Key}}</td><td>{{.Value}}</td><td class="bar"><span style="width:{{.Share}}%"></span></td></tr>
+{{end}}</table>{{end}}
 </div>
 
 {{if .Slowest}}<h2>Slowest scopes</h2>

@@ -149,6 +149,10 @@ func Open(ctx context.Context, s *settings.Settings, sp spider.Spider, log zerol
 		return nil, bad("%v", err)
 	}
 	j.thr = redisq.NewThrottling(j.store)
+	if err := j.beginRecrawl(ctx); err != nil {
+		c.Close()
+		return nil, bad("job %s: beginning the recrawl round: %v", name, err)
+	}
 	if err := j.heartbeat(ctx); err != nil {
 		c.Close()
 		return nil, bad("registering worker %s in job %s: %v", j.worker, name, err)

@@ -6,11 +6,10 @@ import (
 
 	"github.com/gocrawl/gocrawl/recrawl"
 	"github.com/gocrawl/gocrawl/spider"
-	"github.com/gocrawl/gocrawl/spider/sitemap"
 )
 
 // Page requests carry their entry's <lastmod> and <changefreq>, which
-// PageHints turns into the revisit schedule's hints; unreadable or unknown
+// recrawl.HintsOf turns into the revisit schedule's hints; unreadable or unknown
 // values are left out, and alternates (other URLs) get none.
 func TestPageHints(t *testing.T) {
 	const body = `<?xml version="1.0" encoding="UTF-8"?>
@@ -41,17 +40,17 @@ func TestPageHints(t *testing.T) {
 		t.Fatalf("%d requests, want %d", len(out.Requests), len(want))
 	}
 	for _, r := range out.Requests {
-		got := sitemap.PageHints(r)
+		got := recrawl.HintsOf(r)
 		w, ok := want[r.URL.String()]
 		if !ok || !got.LastMod.Equal(w.LastMod) || got.ChangeFreq != w.ChangeFreq {
 			t.Errorf("%s: hints %+v (meta %v), want %+v", r.URL, got, r.Meta, w)
 		}
 	}
-	if h := sitemap.PageHints(nil); h != (recrawl.Hints{}) {
-		t.Errorf("PageHints(nil) = %+v", h)
+	if h := recrawl.HintsOf(nil); h != (recrawl.Hints{}) {
+		t.Errorf("HintsOf(nil) = %+v", h)
 	}
-	bad := spider.MustRequest("https://shop.example/x", nil).Set(sitemap.MetaLastMod, "2026-13-01").Set(sitemap.MetaChangeFreq, 7)
-	if h := sitemap.PageHints(bad); h != (recrawl.Hints{}) {
+	bad := spider.MustRequest("https://shop.example/x", nil).Set(spider.MetaSitemapLastMod, "2026-13-01").Set(spider.MetaSitemapChangeFreq, 7)
+	if h := recrawl.HintsOf(bad); h != (recrawl.Hints{}) {
 		t.Errorf("unreadable meta: %+v, want zero hints", h)
 	}
 }

@@ -287,7 +287,8 @@ func (s *Spider) requestPages(res *spider.Response, out spider.Output, f *File) 
 }
 
 // requestPage requests loc with the first rule that matches, carrying
-// e's <lastmod> and <changefreq> (see PageHints).
+// e's <lastmod> and <changefreq> in its meta (recrawl.HintsOf reads
+// them).
 func (s *Spider) requestPage(res *spider.Response, out spider.Output, loc string, e Entry) {
 	var cb spider.Callback
 	if len(s.Rules) > 0 {

@@ -327,3 +327,30 @@ func TestRobotsTxt(t *testing.T) {
 		}
 	}
 }
+
+// Page requests carry their <lastmod> and <changefreq>: hints for a
+// revisit schedule.
+func TestPageRequestHints(t *testing.T) {
+	const set = `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<url><loc>https://shop.example/product/1</loc><lastmod>2024-06-01</lastmod><changefreq>Daily</changefreq></url>
+<url><loc>https://shop.example/product/2</loc></url>
+</urlset>`
+	s := newShop()
+	s.Rules = nil
+	c := newCrawl(t, nil)
+	req := spider.MustRequest("https://shop.example/pages.xml", nil).Set(sitemap.MetaDepth, 1)
+	var out spider.Recorder
+	if err := s.ParseSitemap(c.ctx, sitemapResponse(req, "text/xml", []byte(set)), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Requests) != 2 {
+		t.Fatalf("%d requests, want 2", len(out.Requests))
+	}
+	r1, r2 := out.Requests[0], out.Requests[1]
+	if r1.Get(spider.MetaSitemapLastMod) != "2024-06-01T00:00:00Z" || r1.Get(spider.MetaSitemapChangeFreq) != "daily" {
+		t.Errorf("product/1: meta %v", r1.Meta)
+	}
+	if r2.Get(spider.MetaSitemapLastMod) != nil || r2.Get(spider.MetaSitemapChangeFreq) != nil {
+		t.Errorf("product/2 has no hints but meta %v", r2.Meta)
+	}
+}

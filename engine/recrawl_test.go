@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocrawl/gocrawl/devtools/changesite"
+	"github.com/gocrawl/gocrawl/recrawl"
+	"github.com/gocrawl/gocrawl/spider"
+)
+
+// recordingSpider follows links and counts its callbacks per path.
+type recordingSpider struct {
+	spider.Base
+	mu      sync.Mutex
+	visits  map[string][]time.Time
+	changes map[string][]string
+	onVisit func()
+}
+
+func (*recordingSpider) Name() string { return "rec" }
+
+func (s *recordingSpider) Parse(ctx context.Context, res *spider.Response, out spider.Output) error {
+	s.mu.Lock()
+	s.visits[res.URL.Path] = append(s.visits[res.URL.Path], time.Now())
+	s.changes[res.URL.Path] = append(s.changes[res.URL.Path], res.Change)
+	s.mu.Unlock()
+	if s.onVisit != nil {
+		s.onVisit()
+	}
+	doc, err := res.Doc()
+	if err != nil {
+		return err
+	}
+	out.FollowAll(res, doc.Find("a[href]"), s.Parse)
+	return nil
+}
+
+// In continuous mode the crawl does not end: every visited URL comes back
+// at its due time, with its validators, until the crawl is stopped.
+func TestContinuousRevisits(t *testing.T) {
+	const pages, interval = 3, 30 * time.Millisecond
+	site := changesite.New(pages, changesite.NoValidators) // every visit reaches the callback
+	var amu sync.Mutex
+	arrivals := map[string][]time.Time{} // when the server got each request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		amu.Lock()
+		arrivals[r.URL.Path] = append(arrivals[r.URL.Path], time.Now())
+		amu.Unlock()
+		site.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	sp := &recordingSpider{Base: spider.Base{StartURLs: []string{srv.URL + "/"}}, visits: map[string][]time.Time{}, changes: map[string][]string{}}
+	e, err := New(sp, testSettings(t, "DOWNLOAD_DELAY", 0.0), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.rc != nil {
+		t.Fatal("a crawl without a job nor a recrawl policy keeps records")
+	}
+	if e.rc, err = newRecrawlerWith(context.Background(), e, recrawl.Fixed(interval)); err != nil {
+		t.Fatal(err)
+	}
+	sp.onVisit = func() {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		for i := range pages {
+			if len(sp.visits[fmt.Sprintf("/p/%d", i)]) < 3 {
+				return
+			}
+		}
+		e.Stop("enough")
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != "enough" {
+		t.Fatalf("continuous crawl ended with %q, want the stop's reason", res.Reason)
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	for i := range pages {
+		p := fmt.Sprintf("/p/%d", i)
+		amu.Lock()
+		v := arrivals[p]
+		amu.Unlock()
+		for k := 1; k < len(v); k++ {
+			// The revisit is held in the frontier until it is due: a
+			// full interval after the previous answer arrived.
+			if gap := v[k].Sub(v[k-1]); gap < interval {
+				t.Errorf("%s revisited %v after the previous visit, before its interval %v", p, gap, interval)
+			}
+		}
+		if c := sp.changes[p]; c[0] != "new" || c[1] != "unchanged" {
+			t.Errorf("%s: changes %v, want new then unchanged", p, c)
+		}
+	}
+	if res.Stats["recrawl/revisits"] < 2*pages {
+		t.Errorf("recrawl/revisits = %v, want at least %d", res.Stats["recrawl/revisits"], 2*pages)
+	}
+}
