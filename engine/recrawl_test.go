@@ -105,3 +105,46 @@ func TestContinuousRevisits(t *testing.T) {
 		t.Errorf("recrawl/revisits = %v, want at least %d", res.Stats["recrawl/revisits"], 2*pages)
 	}
 }
+
+// RECRAWL_BUDGET holds revisits back: with one revisit a minute, a
+// continuous crawl whose pages are due every 30 ms revisits one page and
+// puts the others back in the queue until the budget allows them.
+func TestContinuousBudget(t *testing.T) {
+	const pages, interval = 3, 30 * time.Millisecond
+	site := changesite.New(pages, changesite.NoValidators)
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	sp := &recordingSpider{Base: spider.Base{StartURLs: []string{srv.URL + "/"}}, visits: map[string][]time.Time{}, changes: map[string][]string{}}
+	e, err := New(sp, testSettings(t, "DOWNLOAD_DELAY", 0.0, "RECRAWL_BUDGET", "total=1/m"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.rc, err = newRecrawlerWith(context.Background(), e, recrawl.Fixed(interval)); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		deadline := time.After(30 * time.Second)
+		for e.stats.Get("recrawl/budget_delayed") < pages {
+			select {
+			case <-deadline:
+				e.Stop("timeout")
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		e.Stop("enough")
+	}()
+	res, err := e.Run(context.Background())
+	<-stopped
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != "enough" {
+		t.Fatalf("crawl ended with %q: revisits were never held back by the budget (recrawl/budget_delayed = %v)", res.Reason, res.Stats["recrawl/budget_delayed"])
+	}
+	if n := res.Stats["recrawl/revisits"]; n > 1 {
+		t.Errorf("recrawl/revisits = %v under a budget of one a minute", n)
+	}
+}
