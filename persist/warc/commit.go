@@ -3,6 +3,7 @@ package warc
 import (
 	"bytes"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -121,8 +122,8 @@ func (w *Writer) writeBatch(batch []*pending) {
 // compress appends to dst one gzip member holding the record of header h
 // and block parts.
 func (w *Writer) compress(dst []byte, h Header, parts ...[]byte) ([]byte, error) {
-	zw := w.pool.Get().(*gzip.Writer)
-	defer w.pool.Put(zw)
+	zw := w.pool.get()
+	defer w.pool.put(zw)
 	b := appendWriter{dst}
 	zw.Reset(&b)
 	if err := writeRecord(zw, h, parts...); err != nil {
@@ -146,8 +147,8 @@ func (a *appendWriter) Write(p []byte) (int, error) {
 // level, and returns the member's length.
 func compressRecord(buf *bytes.Buffer, rec *Record) (int64, error) {
 	start := buf.Len()
-	zw := gzipPool(gzip.BestSpeed).Get().(*gzip.Writer)
-	defer gzipPool(gzip.BestSpeed).Put(zw)
+	zw := gzipPool(gzip.BestSpeed).get()
+	defer gzipPool(gzip.BestSpeed).put(zw)
 	zw.Reset(buf)
 	if err := rec.writeTo(zw); err != nil {
 		return 0, err
@@ -158,22 +159,59 @@ func compressRecord(buf *bytes.Buffer, rec *Record) (int64, error) {
 	return int64(buf.Len() - start), nil
 }
 
-// gzipPools hold the compressors of each level: a gzip.Writer is costly
-// to make (hundreds of kilobytes of tables) and cheap to reset.
-var gzipPools sync.Map // level -> *sync.Pool
+// gzipPools hold the compressors of each level, shared by the writers.
+var gzipPools sync.Map // level -> *compressors
 
-func gzipPool(level int) *sync.Pool {
+func gzipPool(level int) *compressors {
 	if level == GzipStore {
 		level = gzip.NoCompression
 	}
 	if p, ok := gzipPools.Load(level); ok {
-		return p.(*sync.Pool)
+		return p.(*compressors)
 	}
-	p, _ := gzipPools.LoadOrStore(level, &sync.Pool{New: func() any {
+	p, _ := gzipPools.LoadOrStore(level, newCompressors(level))
+	return p.(*compressors)
+}
+
+// compressors is a free list of gzip.Writers of one level. A gzip.Writer
+// is costly to make (at level 1, about 800 KB of tables and buffers and
+// 300 µs to allocate and clear them) and cheap to reset, so they must be
+// reused: a sync.Pool alone is not enough, because it is emptied by the
+// garbage collector, which a crawl runs many times a second; each
+// compressor made again then costs more than the records it compresses,
+// and its garbage brings the next collection closer. The free list keeps
+// a few compressors per core (those the collector does not take), and
+// the sync.Pool the extra ones a burst of downloads needed.
+type compressors struct {
+	level int
+	free  chan *gzip.Writer
+	spill sync.Pool
+}
+
+func newCompressors(level int) *compressors {
+	c := &compressors{level: level, free: make(chan *gzip.Writer, 4*runtime.GOMAXPROCS(0))}
+	c.spill.New = func() any {
 		zw, _ := gzip.NewWriterLevel(nil, level)
 		return zw
-	}})
-	return p.(*sync.Pool)
+	}
+	return c
+}
+
+func (c *compressors) get() *gzip.Writer {
+	select {
+	case zw := <-c.free:
+		return zw
+	default:
+		return c.spill.Get().(*gzip.Writer)
+	}
+}
+
+func (c *compressors) put(zw *gzip.Writer) {
+	select {
+	case c.free <- zw:
+	default:
+		c.spill.Put(zw)
+	}
 }
 
 // rotates reports whether n more bytes close the open file and start the

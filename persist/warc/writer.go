@@ -98,7 +98,7 @@ type File interface {
 // and NewWriter cuts such a partial record away.
 type Writer struct {
 	opts Options
-	pool *sync.Pool // of *gzip.Writer at opts.GzipLevel
+	pool *compressors // at opts.GzipLevel
 
 	qmu   sync.Mutex // guards queue
 	queue []*pending // compressed exchanges waiting for the file
