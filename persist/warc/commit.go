@@ -122,8 +122,13 @@ func (w *Writer) writeBatch(batch []*pending) {
 // compress appends to dst one gzip member holding the record of header h
 // and block parts.
 func (w *Writer) compress(dst []byte, h Header, parts ...[]byte) ([]byte, error) {
-	zw := w.pool.get()
-	defer w.pool.put(zw)
+	return compressWith(w.pool, dst, h, parts...)
+}
+
+// compressWith is compress with the compressors of pool.
+func compressWith(pool *compressors, dst []byte, h Header, parts ...[]byte) ([]byte, error) {
+	zw := pool.get()
+	defer pool.put(zw)
 	b := appendWriter{dst}
 	zw.Reset(&b)
 	if err := writeRecord(zw, h, parts...); err != nil {
@@ -219,3 +224,11 @@ func (c *compressors) put(zw *gzip.Writer) {
 func (w *Writer) rotates(n int64) bool {
 	return w.f != nil && w.opts.MaxSize > 0 && w.size+n > w.opts.MaxSize && len(w.entries) > 0
 }
+
+// storeRequestsUnder is the size up to which a request record (the
+// request line and header fields of a GET, a small POST) is stored
+// uncompressed in its gzip member whatever the level: a request of a few
+// hundred bytes gains little from compression (about 100 bytes, as its
+// WARC header fields are mostly unique), and building the Huffman tables
+// of its deflate block costs more than the rest of its record.
+const storeRequestsUnder = 2 << 10
