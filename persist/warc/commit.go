@@ -3,6 +3,7 @@ package warc
 import (
 	"bytes"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -121,8 +122,13 @@ func (w *Writer) writeBatch(batch []*pending) {
 // compress appends to dst one gzip member holding the record of header h
 // and block parts.
 func (w *Writer) compress(dst []byte, h Header, parts ...[]byte) ([]byte, error) {
-	zw := w.pool.Get().(*gzip.Writer)
-	defer w.pool.Put(zw)
+	return compressWith(w.pool, dst, h, parts...)
+}
+
+// compressWith is compress with the compressors of pool.
+func compressWith(pool *compressors, dst []byte, h Header, parts ...[]byte) ([]byte, error) {
+	zw := pool.get()
+	defer pool.put(zw)
 	b := appendWriter{dst}
 	zw.Reset(&b)
 	if err := writeRecord(zw, h, parts...); err != nil {
@@ -146,8 +152,8 @@ func (a *appendWriter) Write(p []byte) (int, error) {
 // level, and returns the member's length.
 func compressRecord(buf *bytes.Buffer, rec *Record) (int64, error) {
 	start := buf.Len()
-	zw := gzipPool(gzip.BestSpeed).Get().(*gzip.Writer)
-	defer gzipPool(gzip.BestSpeed).Put(zw)
+	zw := gzipPool(gzip.BestSpeed).get()
+	defer gzipPool(gzip.BestSpeed).put(zw)
 	zw.Reset(buf)
 	if err := rec.writeTo(zw); err != nil {
 		return 0, err
@@ -158,22 +164,59 @@ func compressRecord(buf *bytes.Buffer, rec *Record) (int64, error) {
 	return int64(buf.Len() - start), nil
 }
 
-// gzipPools hold the compressors of each level: a gzip.Writer is costly
-// to make (hundreds of kilobytes of tables) and cheap to reset.
-var gzipPools sync.Map // level -> *sync.Pool
+// gzipPools hold the compressors of each level, shared by the writers.
+var gzipPools sync.Map // level -> *compressors
 
-func gzipPool(level int) *sync.Pool {
+func gzipPool(level int) *compressors {
 	if level == GzipStore {
 		level = gzip.NoCompression
 	}
 	if p, ok := gzipPools.Load(level); ok {
-		return p.(*sync.Pool)
+		return p.(*compressors)
 	}
-	p, _ := gzipPools.LoadOrStore(level, &sync.Pool{New: func() any {
+	p, _ := gzipPools.LoadOrStore(level, newCompressors(level))
+	return p.(*compressors)
+}
+
+// compressors is a free list of gzip.Writers of one level. A gzip.Writer
+// is costly to make (at level 1, about 800 KB of tables and buffers and
+// 300 µs to allocate and clear them) and cheap to reset, so they must be
+// reused: a sync.Pool alone is not enough, because it is emptied by the
+// garbage collector, which a crawl runs many times a second; each
+// compressor made again then costs more than the records it compresses,
+// and its garbage brings the next collection closer. The free list keeps
+// a few compressors per core (those the collector does not take), and
+// the sync.Pool the extra ones a burst of downloads needed.
+type compressors struct {
+	level int
+	free  chan *gzip.Writer
+	spill sync.Pool
+}
+
+func newCompressors(level int) *compressors {
+	c := &compressors{level: level, free: make(chan *gzip.Writer, 4*runtime.GOMAXPROCS(0))}
+	c.spill.New = func() any {
 		zw, _ := gzip.NewWriterLevel(nil, level)
 		return zw
-	}})
-	return p.(*sync.Pool)
+	}
+	return c
+}
+
+func (c *compressors) get() *gzip.Writer {
+	select {
+	case zw := <-c.free:
+		return zw
+	default:
+		return c.spill.Get().(*gzip.Writer)
+	}
+}
+
+func (c *compressors) put(zw *gzip.Writer) {
+	select {
+	case c.free <- zw:
+	default:
+		c.spill.Put(zw)
+	}
 }
 
 // rotates reports whether n more bytes close the open file and start the
@@ -181,3 +224,11 @@ func gzipPool(level int) *sync.Pool {
 func (w *Writer) rotates(n int64) bool {
 	return w.f != nil && w.opts.MaxSize > 0 && w.size+n > w.opts.MaxSize && len(w.entries) > 0
 }
+
+// storeRequestsUnder is the size up to which a request record (the
+// request line and header fields of a GET, a small POST) is stored
+// uncompressed in its gzip member whatever the level: a request of a few
+// hundred bytes gains little from compression (about 100 bytes, as its
+// WARC header fields are mostly unique), and building the Huffman tables
+// of its deflate block costs more than the rest of its record.
+const storeRequestsUnder = 2 << 10

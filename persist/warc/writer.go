@@ -98,7 +98,7 @@ type File interface {
 // and NewWriter cuts such a partial record away.
 type Writer struct {
 	opts Options
-	pool *sync.Pool // of *gzip.Writer at opts.GzipLevel
+	pool *compressors // at opts.GzipLevel
 
 	qmu   sync.Mutex // guards queue
 	queue []*pending // compressed exchanges waiting for the file
@@ -255,7 +255,11 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 
 	p = &pending{}
 	p.data = getBuf(len(ex.Request) + len(ex.ResponseHead) + len(ex.Payload) + 2048)
-	if p.data, err = w.compress(p.data, reqH, ex.Request); err != nil {
+	reqPool := w.pool
+	if len(ex.Request) <= storeRequestsUnder {
+		reqPool = gzipPool(GzipStore)
+	}
+	if p.data, err = compressWith(reqPool, p.data, reqH, ex.Request); err != nil {
 		return nil, false, err
 	}
 	p.reqLen = int64(len(p.data))
