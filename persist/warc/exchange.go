@@ -80,7 +80,10 @@ func RequestBytes(method, requestURI, host string, h http.Header, body []byte) [
 	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, requestURI, host)
 	hh := h
 	if len(body) > 0 && h.Get("Content-Length") == "" {
-		hh = h.Clone()
+		hh = h.Clone() // nil for a nil h
+		if hh == nil {
+			hh = http.Header{}
+		}
 		hh.Set("Content-Length", strconv.Itoa(len(body)))
 	}
 	_ = hh.WriteSubset(&b, map[string]bool{"Host": true})
