@@ -4,12 +4,16 @@
 # the server side: pages, time to the last 200 against the physical limit,
 # 429s, requests inside a Retry-After window, hosts with a gap under the
 # delay's jitter range, connections accepted, first-request times, and the
-# crawler's CPU per page and peak RSS. See bench/cmd/broad.
+# crawler's CPU per page and peak RSS. With -workers N the same crawl runs
+# again by N worker processes sharing one Redis (REDIS_URL; redis-server
+# started on a free loopback port), with its round trips per page, and is
+# compared with the one-process crawl. See bench/cmd/broad.
 #
 #   bench/broad.sh                                        # S4-broad, gocrawl
 #   bench/broad.sh -scenario S4-broad-small               # the short variant
 #   bench/broad.sh -scenario S4-broad -variant colly      # the peer
 #   bench/broad.sh -scenario S4-broad-10k -nofile 1024    # crawler under ulimit -n 1024
+#   bench/broad.sh -scenario S4-broad-small -workers 3    # one process, then 3 workers on one Redis
 #
 # The report is also appended, as a JSON line, to bench/results/broad.jsonl.
 # Everything talks to 127.0.0.0/8 only.

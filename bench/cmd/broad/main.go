@@ -13,6 +13,16 @@
 //	bench/broad.sh                                   # S4-broad, gocrawl
 //	bench/broad.sh -scenario S4-broad-small -variant colly
 //	bench/broad.sh -scenario S4-broad-10k -nofile 1024
+//	bench/broad.sh -scenario S4-broad-small -workers 3
+//
+// With -workers N it crawls the scenario twice, each time on a fresh site:
+// by one process, then by N runner processes that are the workers of one
+// job in a redis-server it starts on a free loopback port (REDIS_URL). The
+// second report sums the workers' CPU time, compares its time to the last
+// 200 with the first one's, and counts the Redis round trips: the read
+// events of the server on client sockets (INFO stats
+// total_reads_processed), one per request it reads from a client, a
+// pipeline or a script call being one, as a single command is.
 package main
 
 import (
@@ -25,6 +35,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,16 +48,17 @@ func main() {
 	bin := flag.String("bin", "", "folder of the runner binary (default: this program's folder)")
 	timeout := flag.Duration("timeout", 600*time.Second, "stop the crawler after this long")
 	nofile := flag.Int("nofile", 0, "run the crawler under ulimit -n N (0: the limit in force)")
+	workers := flag.Int("workers", 0, "also crawl the same scenario with this many worker processes sharing one Redis (REDIS_URL; redis-server is started on a free loopback port), after the one-process crawl, and compare")
 	out := flag.String("json", "", "append the report as a JSON line to this file")
 	runnerArgs := flag.String("runner-args", "", "more flags for the crawler (bench/cmd/runner), space-separated: \"-cpuprofile cpu.pprof -heapprofile heap.pprof -heapprofile-at 90000\"")
 	flag.Parse()
-	if err := run(*name, *variant, *bin, *timeout, *nofile, *out, strings.Fields(*runnerArgs)); err != nil {
+	if err := run(*name, *variant, *bin, *timeout, *nofile, *workers, *out, strings.Fields(*runnerArgs)); err != nil {
 		fmt.Fprintln(os.Stderr, "broad:", err)
 		os.Exit(1)
 	}
 }
 
-func run(name, variant, bin string, timeout time.Duration, nofile int, out string, extra []string) error {
+func run(name, variant, bin string, timeout time.Duration, nofile, workers int, out string, extra []string) error {
 	sc, err := scenario.Find(name)
 	if err != nil {
 		return err
@@ -57,6 +69,12 @@ func run(name, variant, bin string, timeout time.Duration, nofile int, out strin
 	if _, err := sc.Variant(variant); err != nil {
 		return err
 	}
+	if workers < 0 {
+		return fmt.Errorf("-workers %d: want 0 (one process, no Redis) or more", workers)
+	}
+	if workers > 0 && variant != "gocrawl" {
+		return fmt.Errorf("-workers: only the gocrawl variant crawls as workers of one Redis job, not %s", variant)
+	}
 	if bin == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -64,88 +82,187 @@ func run(name, variant, bin string, timeout time.Duration, nofile int, out strin
 		}
 		bin = filepath.Dir(exe)
 	}
-	s, err := startSite(*sc.Broad)
+	r, err := crawl(sc, variant, bin, timeout, nofile, 1, nil, extra)
 	if err != nil {
 		return err
+	}
+	if err := emit(r, out); err != nil {
+		return err
+	}
+	if workers == 0 {
+		return nil
+	}
+	// The same crawl again, by workers sharing one Redis, on a fresh site.
+	rs, err := startRedis()
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	fmt.Printf("redis: %s, %d workers\n", rs.URL(), workers)
+	w, err := crawl(sc, variant, bin, timeout, nofile, workers, rs, extra)
+	if err != nil {
+		return err
+	}
+	if r.LastOKSeconds > 0 {
+		w.VsOneProcess = w.LastOKSeconds / r.LastOKSeconds
+	}
+	return emit(w, out)
+}
+
+// emit prints r and appends it to the JSON lines file out.
+func emit(r Report, out string) error {
+	r.print(os.Stdout)
+	if out == "" {
+		return nil
+	}
+	fj, err := os.OpenFile(out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer fj.Close()
+	return json.NewEncoder(fj).Encode(r)
+}
+
+// crawl serves a fresh site of the scenario and crawls it with n runner
+// processes: one alone (rs nil), or n workers of one job in rs. The
+// report sums the processes' CPU time and gives the largest peak RSS.
+func crawl(sc scenario.Scenario, variant, bin string, timeout time.Duration, nofile, n int, rs *redisServer, extra []string) (Report, error) {
+	var r Report
+	s, err := startSite(*sc.Broad)
+	if err != nil {
+		return r, err
 	}
 	defer s.Close()
 	urls, err := json.Marshal(s.URLs())
 	if err != nil {
-		return err
+		return r, err
 	}
 	f, err := os.CreateTemp("", "gocrawl-broad-urls-*.json")
 	if err != nil {
-		return err
+		return r, err
 	}
 	defer os.Remove(f.Name())
 	if _, err := f.Write(urls); err != nil {
-		return err
+		return r, err
 	}
 	f.Close()
 
-	args := []string{"-scenario", name, "-variant", variant, "-urls-file", f.Name()}
+	args := []string{"-scenario", sc.Name, "-variant", variant, "-urls-file", f.Name()}
 	if variant == "gocrawl" {
 		// gocrawl stops itself a little before the limit, so that it
 		// still reports its responses and errors.
 		args = append(args, "-close-after", strconv.FormatFloat(max(1, (timeout-10*time.Second).Seconds()), 'f', 0, 64))
 	}
+	if rs != nil {
+		args = append(args, "-redis-url", rs.URL(), "-redis-job", "broad")
+	}
 	args = append(args, extra...)
 	runner := filepath.Join(bin, "runner")
-	cmd := exec.Command(runner, args...)
-	if nofile > 0 {
-		// The shell sets the limit and becomes the runner (exec): the
-		// rusage read below is the runner's.
-		cmd = exec.Command("sh", append([]string{"-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(nofile), runner}, args...)...)
+	var before redisCounters
+	var beforeCmds map[string]int64
+	if rs != nil {
+		if before, err = rs.counters(); err != nil {
+			return r, err
+		}
+		if beforeCmds, err = rs.commandStats(); err != nil {
+			return r, err
+		}
 	}
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
+	type proc struct {
+		cmd *exec.Cmd
+		res chan json.RawMessage
 	}
+	procs := make([]proc, n)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return err
+	for i := range procs {
+		cmd := exec.Command(runner, args...)
+		if nofile > 0 {
+			// The shell sets the limit and becomes the runner (exec): the
+			// rusage read below is the runner's.
+			cmd = exec.Command("sh", append([]string{"-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(nofile), runner}, args...)...)
+		}
+		cmd.Stderr = os.Stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return r, err
+		}
+		if err := cmd.Start(); err != nil {
+			for _, p := range procs[:i] {
+				_ = p.cmd.Process.Kill()
+				_ = p.cmd.Wait()
+			}
+			return r, err
+		}
+		res := make(chan json.RawMessage, 1)
+		go func() {
+			var m json.RawMessage
+			_ = json.NewDecoder(stdout).Decode(&m)
+			res <- m
+		}()
+		procs[i] = proc{cmd, res}
 	}
-	var res json.RawMessage
-	decoded := make(chan error, 1)
-	go func() { decoded <- json.NewDecoder(stdout).Decode(&res) }()
-	timedOut := false
+	var timedOut atomic.Bool
 	timer := time.AfterFunc(timeout, func() {
-		timedOut = true
-		_ = cmd.Process.Signal(syscall.SIGKILL)
+		timedOut.Store(true)
+		for _, p := range procs {
+			_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		}
 	})
-	<-decoded
-	werr := cmd.Wait()
+	results := make([]json.RawMessage, n)
+	for i, p := range procs {
+		results[i] = <-p.res
+		if werr := p.cmd.Wait(); werr != nil && !timedOut.Load() {
+			var ee *exec.ExitError
+			if !errors.As(werr, &ee) {
+				return r, werr
+			}
+			fmt.Fprintf(os.Stderr, "broad: crawler %d failed: %v\n", i+1, werr)
+		}
+	}
 	wall := time.Since(start)
 	timer.Stop()
-	if werr != nil && !timedOut {
-		var ee *exec.ExitError
-		if !errors.As(werr, &ee) {
-			return werr
-		}
-		fmt.Fprintln(os.Stderr, "broad: the crawler failed:", werr)
-	}
-	r := s.report(start)
-	r.Scenario, r.Variant, r.TimedOut, r.NoFile = name, variant, timedOut, nofile
+	r = s.report(start)
+	r.Scenario, r.Variant, r.TimedOut, r.NoFile = sc.Name, variant, timedOut.Load(), nofile
 	r.WallSeconds = wall.Seconds()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.CPUSeconds = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime)).Seconds()
-		r.PeakRSSMB = float64(ru.Maxrss) / 1024 // KiB on Linux
+	for _, p := range procs {
+		if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.CPUSeconds += time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime)).Seconds()
+			r.PeakRSSMB = max(r.PeakRSSMB, float64(ru.Maxrss)/1024) // KiB on Linux
+		}
 	}
 	if r.Pages > 0 {
 		r.CPUPerPage = 1000 * r.CPUSeconds / float64(r.Pages)
 	}
-	r.print(os.Stdout)
-	if len(res) > 0 {
-		fmt.Printf("  runner                %s\n", res)
-	}
-	if out != "" {
-		fj, err := os.OpenFile(out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if rs != nil {
+		after, err := rs.counters()
 		if err != nil {
-			return err
+			return r, err
 		}
-		defer fj.Close()
-		return json.NewEncoder(fj).Encode(r)
+		afterCmds, err := rs.commandStats()
+		if err != nil {
+			return r, err
+		}
+		// The INFO calls of this function are not the crawl's: two
+		// reads and two commands (the first pair is counted by the
+		// second read, the second pair by neither).
+		r.Workers = n
+		r.RedisRoundTrips = after.Reads - before.Reads - 2
+		r.RedisCommands = after.Commands - before.Commands - 2
+		r.RedisCPUSeconds = after.CPU - before.CPU
+		r.RedisCommandCalls = map[string]int64{}
+		for k, v := range afterCmds {
+			if d := v - beforeCmds[k]; d > 0 && k != "info" {
+				r.RedisCommandCalls[k] = d
+			}
+		}
+		if r.Pages > 0 {
+			r.RoundTripsPerPage = float64(r.RedisRoundTrips) / float64(r.Pages)
+		}
 	}
-	return nil
+	for i, m := range results {
+		if len(m) > 0 {
+			fmt.Printf("  runner %d              %s\n", i+1, m)
+		}
+	}
+	return r, nil
 }

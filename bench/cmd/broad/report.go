@@ -60,7 +60,23 @@ type Report struct {
 	CPUPerPage  float64 `json:"cpu_ms_per_page"`
 	PeakRSSMB   float64 `json:"peak_rss_mb"`
 	TimedOut    bool    `json:"timed_out,omitempty"`
-	NoFile      int     `json:"nofile,omitempty"`
+	// Workers is the number of worker processes of a run on one Redis
+	// (-workers; 0: one process without Redis). Their CPU is summed, their
+	// peak RSS is the largest one's. RedisRoundTrips counts the requests
+	// the Redis server read from the workers (INFO stats
+	// total_reads_processed: a pipeline or a script call is one, as a
+	// single command), RedisCommands the commands it ran (a pipeline of n
+	// commands counts n), RedisCPUSeconds its own CPU time;
+	// VsOneProcess is the time to the last 200 over the one-process
+	// crawl's in the same run.
+	Workers           int              `json:"workers,omitempty"`
+	RedisRoundTrips   int64            `json:"redis_round_trips,omitempty"`
+	RoundTripsPerPage float64          `json:"redis_round_trips_per_page,omitempty"`
+	RedisCommands     int64            `json:"redis_commands,omitempty"`
+	RedisCommandCalls map[string]int64 `json:"redis_command_calls,omitempty"`
+	RedisCPUSeconds   float64          `json:"redis_cpu_s,omitempty"`
+	VsOneProcess      float64          `json:"vs_one_process,omitempty"`
+	NoFile            int              `json:"nofile,omitempty"`
 }
 
 // tolerance is how far under the jitter range a gap may be and still be
@@ -180,4 +196,10 @@ func (r Report) print(w io.Writer) {
 	fmt.Fprintf(w, "  connections accepted  %d (%.3f per request)\n", r.Accepts, float64(r.Accepts)/max(1, float64(r.Requests)))
 	fmt.Fprintf(w, "  first request         median %.2f s, last host %.2f s\n", r.FirstMedianSeconds, r.FirstMaxSeconds)
 	fmt.Fprintf(w, "  crawler               wall %.1f s, CPU %.1f s (%.3f ms/page), peak RSS %.0f MB\n", r.WallSeconds, r.CPUSeconds, r.CPUPerPage, r.PeakRSSMB)
+	if r.Workers > 0 {
+		fmt.Fprintf(w, "  workers               %d on one Redis: time to last 200 %.2fx the one-process crawl's\n", r.Workers, r.VsOneProcess)
+		fmt.Fprintf(w, "  redis                 %d round trips (%.2f per page), %d commands (%.2f per page), server CPU %.1f s\n",
+			r.RedisRoundTrips, r.RoundTripsPerPage, r.RedisCommands, float64(r.RedisCommands)/max(1, float64(r.Pages)), r.RedisCPUSeconds)
+		fmt.Fprintf(w, "                        by command %v\n", r.RedisCommandCalls)
+	}
 }

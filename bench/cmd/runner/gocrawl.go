@@ -9,10 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/gocrawl/gocrawl/bench/scenario"
 	"github.com/gocrawl/gocrawl/engine"
 	"github.com/gocrawl/gocrawl/observe/metrics"
 	"github.com/gocrawl/gocrawl/persist/jobdir"
+	"github.com/gocrawl/gocrawl/persist/redisjob"
 	"github.com/gocrawl/gocrawl/pipeline/feed"
 	_ "github.com/gocrawl/gocrawl/pipeline/feed/pgsink"     // postgresql:// feeds
 	_ "github.com/gocrawl/gocrawl/pipeline/feed/sqlitesink" // sqlite:// feeds
@@ -108,6 +111,25 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 		defer cleanup()
 		opts.Pipelines = feed.Pipelines(ex)
 	}
+	if redisURL != "" {
+		// As `gocrawl run -s REDIS_URL=...`: this process is one worker of
+		// a job kept in Redis, the frontier, dupefilter and per-host rules
+		// shared with the other workers.
+		if err := set.Set("REDIS_URL", redisURL, settings.SourceCommandLine, "bench -redis-url"); err != nil {
+			return res, err
+		}
+		if redisJob != "" {
+			if err := set.Set("JOB", redisJob, settings.SourceCommandLine, "bench -redis-job"); err != nil {
+				return res, err
+			}
+		}
+		shared, err := redisjob.Open(ctx, set, sp, zerolog.New(os.Stderr).Level(zerolog.WarnLevel))
+		if err != nil {
+			return res, err
+		}
+		defer shared.Close()
+		opts.Shared = shared
+	}
 	eng, err := engine.New(sp, set, opts)
 	if err != nil {
 		return res, err
@@ -175,6 +197,9 @@ func benchFeed(kind string) (*feed.Exporter, func(), error) {
 
 // closeAfter is the -close-after flag.
 var closeAfter float64
+
+// redisURL and redisJob are the -redis-url and -redis-job flags.
+var redisURL, redisJob string
 
 // jobSyncDelay is the -jobdir-sync-delay flag.
 var jobSyncDelay time.Duration

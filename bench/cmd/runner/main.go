@@ -58,6 +58,8 @@ func main() {
 	blockProfile := flag.String("blockprofile", "", "write a profile of where goroutines waited (channels, locks, select) to this file; slows the crawl")
 	mutexProfile := flag.String("mutexprofile", "", "write a profile of contended mutexes to this file; slows the crawl")
 	flag.DurationVar(&jobSyncDelay, "jobdir-sync-delay", jobdir.DefaultSyncDelay, "jobdir.Options.SyncDelay of the JOBDIR variants (JOBDIR_SYNC_DELAY; default as gocrawl run; 0: sync right after writes)")
+	flag.StringVar(&redisURL, "redis-url", "", "gocrawl: join the distributed job of this Redis (REDIS_URL) as one of its workers")
+	flag.StringVar(&redisJob, "redis-job", "", "gocrawl with -redis-url: the job's name (JOB; default: the spider's)")
 	flag.Parse()
 	if *blockProfile != "" {
 		runtime.SetBlockProfileRate(int((100 * time.Microsecond).Nanoseconds())) // a sample per 100 µs blocked
