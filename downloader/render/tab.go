@@ -71,8 +71,17 @@ func (t *tab) prepare(proxy string) error {
 	}
 	t.close()
 	if err := t.open(bctx, proxy); err != nil {
+		// A browser killed a moment ago may not have ended its context
+		// yet: when it no longer answers, mark it dead so that the next
+		// render restarts it instead of failing the same way.
+		alive := p.alive(context.Background())
 		p.mu.Lock()
 		p.busy--
+		if !alive && p.gen == gen && !p.dead {
+			p.dead = true
+			t.r.stats.Inc("render/browser_crashes", 1)
+			t.r.log.Warn().Int("browser", p.id).Int("pid", p.pid).Msg("browser process died; restarting it")
+		}
 		p.mu.Unlock()
 		return err
 	}
