@@ -76,6 +76,19 @@ func encodeItem(item any) ([]byte, error) {
 
 // fieldsOf splits a JSON object into its top-level fields, in order.
 func fieldsOf(obj []byte) ([]field, error) {
+	if fs, err := splitFields(obj, nil); err == nil {
+		out := make([]field, len(fs))
+		for i, f := range fs {
+			out[i] = field{name: f.Name, value: f.Value}
+		}
+		return out, nil
+	}
+	return decodeFields(obj)
+}
+
+// decodeFields is fieldsOf with encoding/json's decoder, whose errors say
+// what is wrong with malformed input.
+func decodeFields(obj []byte) ([]field, error) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	dec.UseNumber()
 	if _, err := dec.Token(); err != nil { // {

@@ -57,14 +57,20 @@ func (e *Exporter) sinkItem(ctx context.Context, item any, obj []byte) (any, err
 			return nil, &ItemError{Type: fmt.Sprintf("%T", item), Reason: err.Error()}
 		}
 	}
-	fs, err := fieldsOf(obj)
+	// One scan of the encoded object; the fields are slices of it.
+	fs, err := splitFields(obj, make([]Field, 0, 8))
 	if err != nil {
-		return nil, &ItemError{Type: fmt.Sprintf("%T", item), Reason: err.Error()}
+		// The decoder's error says what is wrong.
+		slow, derr := decodeFields(obj)
+		if derr != nil {
+			return nil, &ItemError{Type: fmt.Sprintf("%T", item), Reason: derr.Error()}
+		}
+		fs = make([]Field, len(slow))
+		for i, f := range slow {
+			fs[i] = Field{Name: f.name, Value: f.value}
+		}
 	}
-	rec := Record{JSON: obj, Fields: make([]Field, len(fs))}
-	for i, f := range fs {
-		rec.Fields[i] = Field{Name: f.name, Value: f.value}
-	}
+	rec := Record{JSON: obj, Fields: fs}
 	if v, ok := e.sink.sink.(Validator); ok {
 		if err := v.Validate(rec); err != nil {
 			return nil, &ItemError{Type: fmt.Sprintf("%T", item), Reason: err.Error()}
