@@ -156,7 +156,7 @@ func (s *Sink) Check(ctx context.Context) error {
 	}
 	if len(s.params.Key) > 0 {
 		// Planning the upsert checks that a unique index covers the key.
-		keys := quoteAll(s.params.Key)
+		keys := sqlitem.QuoteList(s.params.Key)
 		sql := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, $1) ON CONFLICT (%s) DO NOTHING",
 			s.ref, keys, keys, s.ref, keys)
 		if _, err := s.conn.Exec(ctx, "EXPLAIN "+sql, "[]"); err != nil {
@@ -207,7 +207,7 @@ func (s *Sink) create(ctx context.Context, r feed.Record) error {
 		defs = append(defs, sqlitem.Quote(c.Name)+" "+pgType[c.Kind])
 	}
 	if len(s.params.Key) > 0 {
-		defs = append(defs, "PRIMARY KEY ("+quoteAll(s.params.Key)+")")
+		defs = append(defs, "PRIMARY KEY ("+sqlitem.QuoteList(s.params.Key)+")")
 	}
 	_, err := s.conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.ref+" ("+strings.Join(defs, ", ")+")")
 	return err
@@ -284,7 +284,7 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 	if len(names) == 0 {
 		return nil // items without fields
 	}
-	cols := quoteAll(names)
+	cols := sqlitem.QuoteList(names)
 	sql := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, $1::jsonb)", s.ref, cols, cols, s.ref)
 	if len(s.params.Key) > 0 {
 		var set []string
@@ -294,9 +294,9 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 			}
 		}
 		if len(set) == 0 {
-			sql += " ON CONFLICT (" + quoteAll(s.params.Key) + ") DO NOTHING"
+			sql += " ON CONFLICT (" + sqlitem.QuoteList(s.params.Key) + ") DO NOTHING"
 		} else {
-			sql += " ON CONFLICT (" + quoteAll(s.params.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
+			sql += " ON CONFLICT (" + sqlitem.QuoteList(s.params.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
 		}
 	}
 	_, err := s.conn.Exec(ctx, sql, arr.String())
@@ -336,14 +336,6 @@ func jsonString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
-}
-
-func quoteAll(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = sqlitem.Quote(n)
-	}
-	return strings.Join(q, ", ")
 }
 
 // transient reports whether err means the server is away (a lost

@@ -234,3 +234,13 @@ func canonical(v json.RawMessage) []byte {
 func Quote(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
+
+// QuoteList quotes each name (Quote) and joins them with commas, as a
+// column list or a key in SQL.
+func QuoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = Quote(n)
+	}
+	return strings.Join(q, ", ")
+}

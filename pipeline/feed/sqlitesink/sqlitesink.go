@@ -27,6 +27,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -64,7 +65,7 @@ func Open(u *url.URL) (feed.Sink, error) {
 		return nil, err
 	}
 	if len(q) > 0 {
-		return nil, fmt.Errorf("unknown parameter %q: sqlite:// takes table, key and extra", slices.Sorted(mapsKeys(q))[0])
+		return nil, fmt.Errorf("unknown parameter %q: sqlite:// takes table, key and extra", slices.Sorted(maps.Keys(q))[0])
 	}
 	if u.User != nil {
 		return nil, errors.New("a SQLite database has no user: use sqlite:///path/items.db")
@@ -77,16 +78,6 @@ func Open(u *url.URL) (feed.Sink, error) {
 		return nil, errors.New("no database file: use sqlite:///absolute/items.db or sqlite://relative/items.db")
 	}
 	return &Sink{path: filepath.Clean(path), params: p, ref: sqlitem.Quote(p.Table)}, nil
-}
-
-func mapsKeys(q url.Values) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range q {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // Validate implements feed.Validator: an item must have the key fields.
@@ -149,7 +140,7 @@ func (s *Sink) Check(ctx context.Context) error {
 		}
 	}
 	if len(s.params.Key) > 0 {
-		keys := quoteAll(s.params.Key)
+		keys := sqlitem.QuoteList(s.params.Key)
 		q := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM json_each('[]') WHERE true ON CONFLICT (%s) DO NOTHING", s.ref, keys, keys, keys)
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("table %s cannot be upserted by key %s (it needs a primary key or unique index on exactly these columns): %w",
@@ -229,7 +220,7 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 				defs = append(defs, sqlitem.Quote(c.Name)+" "+sqliteType[c.Kind])
 			}
 			if len(s.params.Key) > 0 {
-				defs = append(defs, "PRIMARY KEY ("+quoteAll(s.params.Key)+")")
+				defs = append(defs, "PRIMARY KEY ("+sqlitem.QuoteList(s.params.Key)+")")
 			}
 			if _, err := tx.ExecContext(ctx, "CREATE TABLE "+s.ref+" ("+strings.Join(defs, ", ")+")"); err != nil {
 				return fmt.Errorf("creating table %s: %w", s.params.Table, err)
@@ -291,7 +282,7 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 	if len(names) == 0 {
 		return tx.Commit()
 	}
-	q := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM json_each(?) WHERE true", s.ref, quoteAll(names), strings.Join(exprs, ", "))
+	q := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM json_each(?) WHERE true", s.ref, sqlitem.QuoteList(names), strings.Join(exprs, ", "))
 	if len(s.params.Key) > 0 {
 		var set []string
 		for _, n := range names {
@@ -300,9 +291,9 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 			}
 		}
 		if len(set) == 0 {
-			q += " ON CONFLICT (" + quoteAll(s.params.Key) + ") DO NOTHING"
+			q += " ON CONFLICT (" + sqlitem.QuoteList(s.params.Key) + ") DO NOTHING"
 		} else {
-			q += " ON CONFLICT (" + quoteAll(s.params.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
+			q += " ON CONFLICT (" + sqlitem.QuoteList(s.params.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
 		}
 	}
 	if _, err := tx.ExecContext(ctx, q, arr.String()); err != nil {
@@ -317,14 +308,6 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 func isBusy(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
-}
-
-func quoteAll(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = sqlitem.Quote(n)
-	}
-	return strings.Join(q, ", ")
 }
 
 // Close closes the database.
