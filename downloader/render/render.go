@@ -311,10 +311,8 @@ func (r *Renderer) finish(t *tab, err error) {
 	p.busy--
 	p.pages++
 	pid, pages := p.pid, p.pages
-	if dead && !p.dead {
-		p.dead = true
-		r.stats.Inc("render/browser_crashes", 1)
-		r.log.Warn().Int("browser", p.id).Int("pid", p.pid).Msg("browser process died; restarting it")
+	if dead {
+		r.markDeadLocked(p)
 	}
 	if r.opts.MaxPages > 0 && p.pages >= r.opts.MaxPages && !p.stale {
 		p.stale = true
@@ -379,4 +377,15 @@ func hostOf(raw string) (*url.URL, string) {
 		return nil, ""
 	}
 	return u, spider.HostKey(u)
+}
+
+// markDeadLocked records that p's browser died, once: the next render
+// that needs it restarts it. p.mu must be held.
+func (r *Renderer) markDeadLocked(p *process) {
+	if p.dead {
+		return
+	}
+	p.dead = true
+	r.stats.Inc("render/browser_crashes", 1)
+	r.log.Warn().Int("browser", p.id).Int("pid", p.pid).Msg("browser process died; restarting it")
 }

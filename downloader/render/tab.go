@@ -47,11 +47,9 @@ type tab struct {
 func (t *tab) prepare(proxy string) error {
 	p := t.proc
 	p.mu.Lock()
-	if p.ctx != nil && p.ctx.Err() != nil && !p.dead {
+	if p.ctx != nil && p.ctx.Err() != nil {
 		// chromedp ends the browser's context when the process exits.
-		p.dead = true
-		t.r.stats.Inc("render/browser_crashes", 1)
-		t.r.log.Warn().Int("browser", p.id).Int("pid", p.pid).Msg("browser process died; restarting it")
+		t.r.markDeadLocked(p)
 	}
 	if p.ctx == nil || p.dead || (p.stale && p.busy == 0) {
 		if p.ctx != nil {
@@ -77,10 +75,8 @@ func (t *tab) prepare(proxy string) error {
 		alive := p.alive(context.Background())
 		p.mu.Lock()
 		p.busy--
-		if !alive && p.gen == gen && !p.dead {
-			p.dead = true
-			t.r.stats.Inc("render/browser_crashes", 1)
-			t.r.log.Warn().Int("browser", p.id).Int("pid", p.pid).Msg("browser process died; restarting it")
+		if !alive && p.gen == gen {
+			t.r.markDeadLocked(p)
 		}
 		p.mu.Unlock()
 		return err
