@@ -42,6 +42,9 @@ type Capture struct {
 	// A body it decodes is kept as received, a copy counted in the
 	// crawl's memory budget (DOWNLOAD_MEMORY_BUDGET) until Release.
 	Payload []byte
+	// Browser holds the exchanges a browser made to render the request
+	// (see BrowserExchange); empty for a download over plain HTTP.
+	Browser []BrowserExchange
 
 	mu    sync.Mutex
 	lease *Lease

@@ -42,8 +42,9 @@ func init() { RegisterDownloader("Warc", newWarc) }
 // HTTP cache are not archived again. Identical payloads become revisit
 // records (WARC_DEDUP); a response cut at DOWNLOAD_MAXSIZE is archived as
 // far as it was read, flagged WARC-Truncated: length. An HTTP/2 exchange
-// is written in HTTP/1.1 form and marked WARC-Protocol: h2. Rendered pages
-// (RENDER_JS) are not archived. When the archive cannot be written (a
+// is written in HTTP/1.1 form and marked WARC-Protocol: h2. A rendered
+// page (RENDER_JS) is archived as the browser received it: its document
+// and every subresource, linked by WARC-Page-ID (archiveRendered). When the archive cannot be written (a
 // full disk) the crawl stops with reason warc_error.
 //
 // Replay: WARC_REPLAY names a folder of WARC files (or one file); every
@@ -149,6 +150,13 @@ func (m *Warc) WrapFetcher(next Fetcher) Fetcher {
 		sent := m.clock.Now()
 		res, err := next.Fetch(downloader.WithCapture(ctx, c), req)
 		defer c.Release() // the copy of an encoded body, once archived
+		if len(c.Browser) > 0 {
+			// A rendered page: what the browser exchanged.
+			if werr := m.archiveRendered(req, c); werr != nil {
+				return nil, werr
+			}
+			return res, err
+		}
 		if !c.Responded || c.Request == nil {
 			return res, err // nothing went over the wire (cache, render, refused)
 		}

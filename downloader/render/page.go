@@ -41,7 +41,8 @@ type pageRun struct {
 	claimed  bool // the page's own document request was seen
 	inflight map[network.RequestID]*admission
 	crashed  bool
-	blocked  error // the SSRF guard refused a hop of the page's document
+	blocked  error       // the SSRF guard refused a hop of the page's document
+	arc      *archiveRun // the page's exchanges, for the archive (WARC_DIR); nil = none
 }
 
 // admission is one request of the page that holds throttling slots until
@@ -207,6 +208,10 @@ func (t *tab) render(ctx context.Context, req *spider.Request) (res *spider.Resp
 	report := handler.Report(ctx)
 	pr := newPageRun(t, rctx, req, report)
 	pr.block3rd = block3rd
+	capture := downloader.CaptureOf(ctx)
+	if o.Archive && capture != nil {
+		pr.arc = newArchiveRun(t, o.MaxSize)
+	}
 	if p, ok := req.Get(downloader.MetaProxy).(string); ok && p != "" {
 		if pu, err := url.Parse(p); err == nil {
 			pr.proxyUser = pu.User
@@ -217,6 +222,17 @@ func (t *tab) render(ctx context.Context, req *spider.Request) (res *spider.Resp
 	cctx, ccancel := context.WithTimeout(t.context(), timeout)
 	stopOnCancel := context.AfterFunc(ctx, ccancel)
 	defer func() {
+		if pr.arc != nil {
+			// What the browser exchanged, for the archive: even a failed
+			// render's exchanges went over the network.
+			actx, acancel := context.WithTimeout(context.Background(), archiveWait)
+			ex, unfinished := pr.arc.finish(actx)
+			acancel()
+			capture.AddBrowser(ex...)
+			if unfinished > 0 {
+				t.r.stats.Inc("render/archive_unfinished", float64(unfinished))
+			}
+		}
 		stopOnCancel()
 		ccancel()
 		t.cur.Store(nil)
@@ -353,6 +369,10 @@ func headers(h network.Headers) http.Header {
 	}
 	return out
 }
+
+// archiveWait bounds how long the end of a render waits for the bodies
+// being fetched for the archive.
+const archiveWait = 5 * time.Second
 
 // scrollPause is how long the render_scroll meta waits, after each scroll,
 // for the page to grow before it concludes the list has ended.

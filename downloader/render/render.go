@@ -143,6 +143,12 @@ type Options struct {
 	// not caught; WebSocket frames and requests of service workers are not
 	// seen either.
 	Guard *netguard.Guard
+	// Archive (WARC_DIR set) collects every exchange the browser makes
+	// for a page, bodies included, for the Warc middleware's Capture (see
+	// downloader.BrowserExchange); MaxSize (DOWNLOAD_MAXSIZE, 0 = none)
+	// cuts the archived bodies. Without Archive nothing is collected.
+	Archive bool
+	MaxSize int64
 }
 
 // OptionsFromSettings reads the RENDER_* settings and BROWSER_CONCURRENCY;
@@ -160,6 +166,8 @@ func OptionsFromSettings(s *settings.Settings) (Options, error) {
 		MaxPages:        s.Int("RENDER_BROWSER_MAX_PAGES"),
 		MaxMemory:       int64(s.Float("RENDER_BROWSER_MAX_MEMORY") * (1 << 20)),
 		BlockThirdParty: false,
+		Archive:         s.String("WARC_DIR") != "",
+		MaxSize:         int64(s.Int("DOWNLOAD_MAXSIZE")),
 	}
 	var err error
 	if o.Guard, err = netguard.FromSettings(s); err != nil {

@@ -108,6 +108,14 @@ func (t *tab) open(bctx context.Context, proxy string) error {
 				HandleAuthRequests: new(true),
 			})
 		}
+		if err == nil && t.r.opts.Archive {
+			// Archiving: the browser keeps the bodies until they are
+			// fetched, and reports request bodies.
+			total, resource := archiveBuffers(t.r.opts.MaxSize)
+			_, err = chromedp.Call(tctx, network.Enable, network.EnableParams{
+				MaxTotalBufferSize: &total, MaxResourceBufferSize: &resource, MaxPostDataSize: &resource,
+			})
+		}
 		done <- err
 	}()
 	var err error
@@ -166,6 +174,9 @@ func (t *tab) onEvent(ev any) {
 	}
 	if pr == nil {
 		return
+	}
+	if pr.arc != nil {
+		pr.arc.event(ev)
 	}
 	switch ev := ev.(type) {
 	case *page.EventLifecycleEvent:

@@ -52,6 +52,10 @@ type Exchange struct {
 	// which WARC readers expect, and this field says they were not sent
 	// so. Leave it empty for HTTP/1.x. See ProtocolOf.
 	Protocol string
+	// Fields are more WARC header fields, written on both records (the
+	// page an exchange of a rendered page belongs to: WARC-Page-ID,
+	// WARC-Resource-Type).
+	Fields Header
 }
 
 // ProtocolOf returns the WARC-Protocol value of an HTTP response's

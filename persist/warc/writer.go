@@ -218,6 +218,7 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 	if ex.Protocol != "" {
 		reqH.Add("WARC-Protocol", ex.Protocol)
 	}
+	reqH = append(reqH, ex.Fields...)
 	reqH.Add("Content-Type", "application/http;msgtype=request")
 	reqH.Add("WARC-Block-Digest", Digest(ex.Request))
 
@@ -237,6 +238,7 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 	if ex.Protocol != "" {
 		resH.Add("WARC-Protocol", ex.Protocol)
 	}
+	resH = append(resH, ex.Fields...)
 	resH.Add("Content-Type", "application/http;msgtype=response")
 	if profile != "" {
 		resH.Add("WARC-Profile", profile)
