@@ -234,7 +234,7 @@ func (a *archiveRun) finish(ctx context.Context) (out []downloader.BrowserExchan
 func (a *archiveRun) exchange(h *netHop) downloader.BrowserExchange {
 	r := h.res
 	ex := downloader.BrowserExchange{Date: h.date, URL: h.url, Method: h.method, RequestBody: h.body,
-		StatusCode: int(r.Status), Payload: h.payload, Truncated: h.truncated, IP: r.RemoteIPAddress, ResourceType: h.kind}
+		StatusCode: int(r.Status), Payload: h.payload, Truncated: h.truncated, IP: strings.Trim(r.RemoteIPAddress, "[]"), ResourceType: h.kind}
 	// The ExtraInfo events of a request id come one per hop, in order.
 	reqH := h.header
 	if x := a.reqExtra[h.id]; h.n < len(x) {
