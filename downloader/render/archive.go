@@ -111,7 +111,7 @@ func (a *archiveRun) event(ev any) {
 			return
 		}
 		if fromCache(h.res) {
-			h.finished = true // not fetched: not archived (see build)
+			h.finished = true // not fetched: not archived (see finish)
 			return
 		}
 		a.bodies.Add(1)

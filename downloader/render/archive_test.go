@@ -6,6 +6,7 @@ import (
 	"crypto/sha1"
 	"encoding/base32"
 	"image"
+	"maps"
 	"image/png"
 	"math/rand/v2"
 	"net/http"
@@ -19,13 +20,14 @@ import (
 
 	"github.com/gocrawl/gocrawl/devtools/crawltest"
 	"github.com/gocrawl/gocrawl/devtools/warciotest"
+	"github.com/gocrawl/gocrawl/persist/warc/warctest"
 	"github.com/gocrawl/gocrawl/spiders/follow"
 )
 
 // archiveSite serves a page reached through a redirect, with a stylesheet
 // (sent gzip-compressed), a script, a script in ISO-8859-1, an image, an
 // image larger than the crawl's DOWNLOAD_MAXSIZE and one XHR, whose answer
-// the page shows in #done. It records every request it answered and the
+// the page shows in #done (a POST). It records every request it answered and the
 // body it sent for each path (before compression).
 type archiveSite struct {
 	srv  *httptest.Server
@@ -49,9 +51,9 @@ func newArchiveSite(t *testing.T) *archiveSite {
 		"/page": {"text/html; charset=utf-8", []byte(`<!DOCTYPE html><html><head><title>été</title>
 <link rel="stylesheet" href="/style.css"><script src="/app.js"></script><script src="/latin1.js"></script></head>
 <body><img src="/img.png"><img src="/big.png"><img src="/broken.png"><p id="out"></p>
-<script>const x = new XMLHttpRequest(); x.open("GET", "/data.json");
+<script>const x = new XMLHttpRequest(); x.open("POST", "/data.json");
 x.onload = () => { const d = document.createElement("div"); d.id = "done"; d.textContent = x.responseText; document.body.appendChild(d); };
-x.send();</script></body></html>`)},
+x.send('{"q":1}');</script></body></html>`)},
 		"/style.css":  {"text/css", []byte(strings.Repeat("body { color: #123456; }\n", 40))},
 		"/app.js":     {"application/javascript", []byte(`document.title += " ✓";`)},
 		"/latin1.js":  {"application/javascript; charset=iso-8859-1", []byte("var s = \"caf\xe9\";")},
@@ -118,7 +120,9 @@ func pngOf(t *testing.T, n int) []byte {
 // page's WARC-Page-ID; bodies as the server sent them (decoded from gzip,
 // the header fields that described the encoding renamed), the ISO-8859-1
 // script in its own charset, the image over DOWNLOAD_MAXSIZE cut and
-// flagged; every payload digest right, as read by warcio.js.
+// flagged, the XHR's posted body in its request record; every payload
+// digest right, as read by warcio.js. A replay of the archive answers the
+// page with its document as the server sent it, sending nothing.
 func TestArchiveRenderedPage(t *testing.T) {
 	site := newArchiveSite(t)
 	dir := t.TempDir()
@@ -165,6 +169,9 @@ func TestArchiveRenderedPage(t *testing.T) {
 		case "request":
 			if r.HTTPHeader("User-Agent") == "" {
 				t.Errorf("request %s: no User-Agent in %v", r.URI, r.HTTPHeaders)
+			}
+			if strings.HasSuffix(r.URI, "/data.json") && string(r.Payload) != `{"q":1}` {
+				t.Errorf("the XHR's request record holds the body %q, want the one posted", r.Payload)
 			}
 		case "response":
 			sum := sha1.Sum(r.Payload)
@@ -243,5 +250,26 @@ func TestArchiveRenderedPage(t *testing.T) {
 	}
 	if n := res.Stats["warc/rendered_exchanges"]; int(n) != len(recs[1:])/2 {
 		t.Errorf("warc/rendered_exchanges = %v, want %d", n, len(recs[1:])/2)
+	}
+	if title := res.Items[0].(follow.Page).Title; title != "été ✓" {
+		t.Errorf("rendered title %q, want the one app.js made", title)
+	}
+
+	// A replay answers the page with its document as the server sent it
+	// (through its redirect), without running the browser or sending
+	// anything.
+	hits := maps.Clone(site.hits)
+	site.mu.Unlock()
+	sp = follow.New()
+	if err := sp.SetArgs(map[string]string{"start_urls": site.srv.URL + "/", "render": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	rep := warctest.Replay(t, sp, dir, map[string]any{"ROBOTSTXT_OBEY": false})
+	site.mu.Lock()
+	if len(rep.Items) != 1 || rep.Items[0].(follow.Page).Title != "été" || !strings.HasSuffix(rep.Items[0].(follow.Page).URL, "/page") {
+		t.Errorf("replayed items %+v, want /page titled as the server sent it", rep.Items)
+	}
+	if !maps.Equal(hits, site.hits) {
+		t.Errorf("the replay sent requests: the server's counts went from %v to %v", hits, site.hits)
 	}
 }
