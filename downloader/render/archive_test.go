@@ -20,6 +20,7 @@ import (
 
 	"github.com/gocrawl/gocrawl/devtools/crawltest"
 	"github.com/gocrawl/gocrawl/devtools/warciotest"
+	"github.com/gocrawl/gocrawl/persist/warc"
 	"github.com/gocrawl/gocrawl/persist/warc/warctest"
 	"github.com/gocrawl/gocrawl/spiders/follow"
 )
@@ -182,6 +183,21 @@ func TestArchiveRenderedPage(t *testing.T) {
 			responses[path] = append(responses[path], r)
 		default:
 			t.Errorf("unexpected %s record for %s", r.Type, r.URI)
+		}
+	}
+
+	// The index beside the file lists every response.
+	idx, err := warc.ReadIndex(warc.IndexPath(files[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexed := map[string]int{}
+	for _, e := range idx {
+		indexed[strings.TrimPrefix(e.URL, site.srv.URL)]++
+	}
+	for path, rs := range responses {
+		if indexed[path] != len(rs) {
+			t.Errorf("%s: %d index entries, %d responses", path, indexed[path], len(rs))
 		}
 	}
 
