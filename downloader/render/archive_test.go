@@ -289,3 +289,60 @@ func TestArchiveRenderedPage(t *testing.T) {
 		t.Errorf("the replay sent requests: the server's counts went from %v to %v", hits, site.hits)
 	}
 }
+
+// Over HTTP/2 (TLS, the browser told to accept the test's certificate),
+// a rendered page's exchanges are archived in HTTP/1.1 form, marked
+// WARC-Protocol: h2, without HTTP/2's pseudo header fields.
+func TestArchiveRenderedPageHTTP2(t *testing.T) {
+	css := []byte("p { margin: 0; }")
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if r.URL.Path == "/s.css" {
+			w.Header().Set("Content-Type", "text/css")
+			_, _ = w.Write(css)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte(`<html><head><link rel="stylesheet" href="/s.css"><title>` + r.Proto + `</title></head><body>h2</body></html>`))
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	sp := follow.New()
+	if err := sp.SetArgs(map[string]string{"start_urls": srv.URL + "/", "render": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	res := crawltest.Run(t, sp, crawltest.Options{Settings: map[string]any{
+		"ROBOTSTXT_OBEY": false, "RETRY_ENABLED": false, "LOGSTATS_INTERVAL": 0, "RENDER_TIMEOUT": 20, "WARC_DIR": dir,
+		"RENDER_BROWSER_ARGS": []any{"--ignore-certificate-errors"},
+	}, Timeout: time.Minute})
+	if len(res.Items) != 1 || res.Items[0].(follow.Page).Title != "HTTP/2.0" {
+		t.Fatalf("items %+v, want the page served over HTTP/2; stats %v", res.Items, res.Stats)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.warc.gz"))
+	if len(files) != 1 {
+		t.Fatalf("WARC files %v, want one", files)
+	}
+	seen := map[string]bool{}
+	for _, r := range warciotest.Read(t, files[0])[1:] {
+		path := strings.TrimPrefix(r.URI, srv.URL)
+		seen[r.Type+" "+path] = true
+		if r.Header("WARC-Protocol") != "h2" {
+			t.Errorf("%s %s: WARC-Protocol %q, want h2", r.Type, path, r.Header("WARC-Protocol"))
+		}
+		for k := range r.HTTPHeaders {
+			if strings.HasPrefix(k, ":") {
+				t.Errorf("%s %s: pseudo header field %q archived", r.Type, path, k)
+			}
+		}
+		if r.Type == "response" && (r.Status != http.StatusOK || (path == "/s.css" && !bytes.Equal(r.Payload, css))) {
+			t.Errorf("%s: status %d, body %q", path, r.Status, r.Payload)
+		}
+	}
+	for _, want := range []string{"request /", "response /", "request /s.css", "response /s.css"} {
+		if !seen[want] {
+			t.Errorf("no %s record; have %v", want, seen)
+		}
+	}
+}
