@@ -44,8 +44,9 @@ func init() { RegisterDownloader("Warc", newWarc) }
 // far as it was read, flagged WARC-Truncated: length. An HTTP/2 exchange
 // is written in HTTP/1.1 form and marked WARC-Protocol: h2. A rendered
 // page (RENDER_JS) is archived as the browser received it: its document
-// and every subresource, linked by WARC-Page-ID (archiveRendered). When the archive cannot be written (a
-// full disk) the crawl stops with reason warc_error.
+// and every subresource, linked by WARC-Page-ID (archiveRendered). When
+// the archive cannot be written (a full disk) the crawl stops with reason
+// warc_error.
 //
 // Replay: WARC_REPLAY names a folder of WARC files (or one file); every
 // request is answered from it (the last capture of its method, URL and
@@ -53,8 +54,8 @@ func init() { RegisterDownloader("Warc", newWarc) }
 // a request the archive lacks fails with an error naming its URL. A
 // replayed request skips throttling, as a cached one does.
 //
-// Stats: warc/exchanges, warc/revisits, warc/truncated, warc/errors,
-// warc/replayed, warc/replay_missing.
+// Stats: warc/exchanges, warc/rendered_exchanges, warc/revisits,
+// warc/truncated, warc/errors, warc/replayed, warc/replay_missing.
 type Warc struct {
 	w           *warc.Writer
 	archive     *warc.Archive
