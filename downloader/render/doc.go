@@ -14,5 +14,9 @@
 // own subresources are admitted through the crawl's throttler like any
 // request, so a rendered page is as polite as a fetched one. A
 // PageActor spider can click, scroll and wait on a page before its HTML
-// is read. docs/rendering.md explains the settings and costs.
+// is read. With WARC_DIR, every exchange the browser makes for a page
+// (its document, redirect hops, subresources, XHR) is collected from the
+// browser's network events and handed to the Warc middleware, which
+// archives it (downloader.BrowserExchange; docs/archive.md).
+// docs/rendering.md explains the settings and costs.
 package render
