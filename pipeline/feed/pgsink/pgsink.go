@@ -20,7 +20,6 @@
 package pgsink
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +52,12 @@ type Sink struct {
 	cols  []string
 	index map[string]int
 	extra bool
+
+	// Reused from batch to batch once the columns are known.
+	split *sqlitem.Splitter
+	names [][]byte // each column's name as a JSON string
+	used  []bool
+	arr   []byte // the batch as a JSON array of objects
 }
 
 // Open returns the sink of a postgresql:// URI. It does not connect:
@@ -194,6 +199,12 @@ func (s *Sink) load(ctx context.Context) error {
 		s.index[c] = len(s.cols)
 		s.cols = append(s.cols, c)
 	}
+	s.split = sqlitem.NewSplitter(s.cols, s.index, s.extra, s.params.Extra)
+	s.names = make([][]byte, len(s.cols)+1)
+	for i, c := range append(s.cols[:len(s.cols):len(s.cols)], s.params.Extra) {
+		s.names[i] = sqlitem.AppendJSONString(nil, c)
+	}
+	s.used = make([]bool, len(s.cols))
 	s.known = true
 	return nil
 }
@@ -244,34 +255,38 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 		}
 	}
 	batch = s.params.Dedupe(batch)
-	used := make([]bool, len(s.cols))
+	// The batch is one JSON array of objects, each with the fields that
+	// have a column and the extra column's object: written straight from
+	// the records' field values into a buffer kept from batch to batch.
+	used := s.used
+	clear(used)
 	usedExtra := false
-	var arr bytes.Buffer
-	arr.WriteByte('[')
+	arr := append(s.arr[:0], '[')
 	for i, r := range batch {
-		row, err := sqlitem.Split(r, s.cols, s.index, s.extra, s.params.Extra)
+		values, extra, err := s.split.Split(r)
 		if err != nil {
 			return permanent{fmt.Errorf("table %s: %w", s.params.Table, err)}
 		}
 		if i > 0 {
-			arr.WriteByte(',')
+			arr = append(arr, ',')
 		}
-		arr.WriteByte('{')
+		arr = append(arr, '{')
 		n := 0
-		for j, v := range row.Values {
+		for j, v := range values {
 			if v == nil {
 				continue
 			}
 			used[j] = true
-			writeMember(&arr, &n, s.cols[j], v)
+			arr = appendMember(arr, &n, s.names[j], v)
 		}
-		if row.Extra != nil {
+		if extra != nil {
 			usedExtra = true
-			writeMember(&arr, &n, s.params.Extra, row.Extra)
+			arr = appendMember(arr, &n, s.names[len(s.cols)], extra)
 		}
-		arr.WriteByte('}')
+		arr = append(arr, '}')
 	}
-	arr.WriteByte(']')
+	arr = append(arr, ']')
+	s.arr = arr
 	var names []string
 	for j, u := range used {
 		if u {
@@ -299,7 +314,8 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 			sql += " ON CONFLICT (" + sqlitem.QuoteList(s.params.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
 		}
 	}
-	_, err := s.conn.Exec(ctx, sql, arr.String())
+	// pgx sends a []byte for a jsonb parameter as it is: no copy.
+	_, err := s.conn.Exec(ctx, sql, arr)
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && (pe.Code == "42703" || pe.Code == "42P01") {
@@ -310,32 +326,14 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 	return nil
 }
 
-func writeMember(b *bytes.Buffer, n *int, name string, v []byte) {
+func appendMember(b []byte, n *int, name, v []byte) []byte {
 	if *n > 0 {
-		b.WriteByte(',')
+		b = append(b, ',')
 	}
 	*n++
-	b.WriteString(jsonString(name))
-	b.WriteByte(':')
-	b.Write(v)
-}
-
-func jsonString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
+	b = append(b, name...)
+	b = append(b, ':')
+	return append(b, v...)
 }
 
 // transient reports whether err means the server is away (a lost

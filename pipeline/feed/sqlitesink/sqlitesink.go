@@ -22,7 +22,6 @@
 package sqlitesink
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -53,6 +52,11 @@ type Sink struct {
 	cols  []string
 	index map[string]int
 	extra bool
+
+	// Reused from batch to batch once the columns are known.
+	split *sqlitem.Splitter
+	used  []bool
+	arr   []byte // the batch as a JSON array of arrays
 }
 
 // Open returns the sink of a sqlite:// URI: sqlite:///absolute/path.db or
@@ -185,6 +189,8 @@ func (s *Sink) load(ctx context.Context, q querier) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	s.split = sqlitem.NewSplitter(s.cols, s.index, s.extra, s.params.Extra)
+	s.used = make([]bool, len(s.cols))
 	s.known = true
 	return nil
 }
@@ -232,42 +238,46 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 		}
 	}
 	batch = s.params.Dedupe(batch)
-	used := make([]bool, len(s.cols))
+	// The batch is one JSON array with an array per record: the values
+	// of the columns in order, then the extra column's object (null for
+	// none), written into a buffer kept from batch to batch.
+	used := s.used
+	clear(used)
 	usedExtra := false
-	var arr bytes.Buffer
-	arr.WriteByte('[')
+	arr := append(s.arr[:0], '[')
 	for i, r := range batch {
-		row, err := sqlitem.Split(r, s.cols, s.index, s.extra, s.params.Extra)
+		values, extra, err := s.split.Split(r)
 		if err != nil {
 			return fmt.Errorf("table %s: %w", s.params.Table, err)
 		}
 		if i > 0 {
-			arr.WriteByte(',')
+			arr = append(arr, ',')
 		}
-		arr.WriteByte('[')
-		for j, v := range row.Values {
+		arr = append(arr, '[')
+		for j, v := range values {
 			if j > 0 {
-				arr.WriteByte(',')
+				arr = append(arr, ',')
 			}
 			if v == nil {
-				arr.WriteString("null")
+				arr = append(arr, "null"...)
 				continue
 			}
 			used[j] = true
-			arr.Write(v)
+			arr = append(arr, v...)
 		}
-		if len(row.Values) > 0 {
-			arr.WriteByte(',')
+		if len(values) > 0 {
+			arr = append(arr, ',')
 		}
-		if row.Extra != nil {
+		if extra != nil {
 			usedExtra = true
-			arr.Write(row.Extra)
+			arr = append(arr, extra...)
 		} else {
-			arr.WriteString("null")
+			arr = append(arr, "null"...)
 		}
-		arr.WriteByte(']')
+		arr = append(arr, ']')
 	}
-	arr.WriteByte(']')
+	arr = append(arr, ']')
+	s.arr = arr
 	var names, exprs []string
 	for j, u := range used {
 		if u {
@@ -296,7 +306,7 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 			q += " ON CONFLICT (" + sqlitem.QuoteList(s.params.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
 		}
 	}
-	if _, err := tx.ExecContext(ctx, q, arr.String()); err != nil {
+	if _, err := tx.ExecContext(ctx, q, string(arr)); err != nil {
 		s.known = false // reload the columns: the table may have changed
 		return fmt.Errorf("table %s: %w", s.params.Table, err)
 	}
