@@ -44,6 +44,8 @@ type sinkFeed struct {
 	clk  clock.Clock
 	log  zerolog.Logger
 
+	names nameCache // the items' field names
+
 	mu      sync.Mutex
 	cond    *sync.Cond // broadcast when buf shrinks or err is set
 	buf     []Record   // waiting or being written, oldest first
