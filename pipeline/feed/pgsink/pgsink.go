@@ -46,6 +46,7 @@ type Sink struct {
 	schema string // "" = the search path's
 	table  string
 	ref    string // quoted [schema.]table
+	row    string // the table's row type, schema-qualified (load sets it)
 
 	conn  *pgx.Conn
 	known bool // cols, index and hasExtra are loaded
@@ -163,7 +164,7 @@ func (s *Sink) Check(ctx context.Context) error {
 		// Planning the upsert checks that a unique index covers the key.
 		keys := sqlitem.QuoteList(s.params.Key)
 		sql := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, $1) ON CONFLICT (%s) DO NOTHING",
-			s.ref, keys, keys, s.ref, keys)
+			s.ref, keys, keys, s.row, keys)
 		if _, err := s.conn.Exec(ctx, "EXPLAIN "+sql, "[]"); err != nil {
 			return fmt.Errorf("table %s cannot be upserted by key %s (it needs a primary key or unique index on exactly these columns): %w",
 				s.params.Table, strings.Join(s.params.Key, ","), err)
@@ -180,8 +181,17 @@ func (s *Sink) exists(ctx context.Context) (bool, error) {
 	return oid != nil, nil
 }
 
-// load reads the table's columns.
+// load reads the table's columns and the schema it is in.
 func (s *Sink) load(ctx context.Context) error {
+	// The row type is named with its schema: pg_catalog comes first in
+	// the search path, so a table called jsonb or text would otherwise
+	// give the built-in type.
+	var schema string
+	if err := s.conn.QueryRow(ctx, "SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = $1::regclass", s.ref).Scan(&schema); err != nil {
+		return fmt.Errorf("table %s: %w", s.params.Table, err)
+	}
+	// regnamespace's text is quoted as needed already.
+	s.row = schema + "." + sqlitem.Quote(s.table)
 	rows, err := s.conn.Query(ctx, "SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum", s.ref)
 	if err != nil {
 		return fmt.Errorf("table %s: %w", s.params.Table, err)
@@ -300,7 +310,7 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 		return nil // items without fields
 	}
 	cols := sqlitem.QuoteList(names)
-	sql := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, $1::jsonb)", s.ref, cols, cols, s.ref)
+	sql := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, $1::jsonb)", s.ref, cols, cols, s.row)
 	if len(s.params.Key) > 0 {
 		var set []string
 		for _, n := range names {
