@@ -164,7 +164,7 @@ func TestSinkFullBatches(t *testing.T) {
 	add(10, 12) // item 9 waited: with these two it makes a full batch
 	next(3)
 	add(12, 13)
-	clk.Advance(time.Minute) // item 12 has waited FlushInterval
+	clk.Advance(time.Minute) // FlushInterval has passed: item 12 goes out
 	next(1)
 	if err := ex.Close(ctx); err != nil {
 		t.Fatal(err)

@@ -17,10 +17,10 @@ import (
 // This file is the item side of a sink feed: an Exporter whose target is
 // a registered sink keeps items in a bounded buffer and a background
 // writer hands them to the sink in batches of Options.BatchItems. A
-// shorter batch is written only when an item has waited FlushInterval, at
-// a Flush and at Close: a database pays for every statement (parsing,
-// planning, a commit), so full batches are what keeps its cost per item
-// low. While the sink's server is away the writer retries with backoff,
+// shorter batch is written only every FlushInterval (so that no item
+// waits longer), at a Flush and at Close: a database pays for every
+// statement (parsing, planning, a commit), so full batches are what keeps
+// its cost per item low. While the sink's server is away the writer retries with backoff,
 // the buffer fills, and ProcessItem waits for room: the crawl slows down
 // rather than drop an item.
 
