@@ -12,6 +12,8 @@
 #   bench/run.sh -scenarios S1 -server nginx -repeat 3          # S1's pages as static files, served by nginx
 #   bench/run.sh -scenarios S1 -server go,nginx -repeat 3       # both servers, interleaved round by round
 #   BENCH_REF=HEAD bench/run.sh        # build a clean export of a commit, not the working tree
+#   BENCH_POSTGRESQL_URL=postgresql://... BENCH_POSTGRESQL_PID=$(head -1 DATA/postmaster.pid) \
+#     bench/run.sh -scenarios S1F      # items into feeds; the PostgreSQL server's CPU per item too
 #
 # Each crawler runs in its own process (bench/cmd/runner) against a site
 # served by another process (bench/cmd/site), so CPU time and peak RSS are

@@ -76,7 +76,7 @@ func encodeItem(item any) ([]byte, error) {
 
 // fieldsOf splits a JSON object into its top-level fields, in order.
 func fieldsOf(obj []byte) ([]field, error) {
-	if fs, err := splitFields(obj, nil); err == nil {
+	if fs, err := splitFields(obj, nil, nil); err == nil {
 		out := make([]field, len(fs))
 		for i, f := range fs {
 			out[i] = field{name: f.Name, value: f.Value}

@@ -129,6 +129,51 @@ func TestSinkBatches(t *testing.T) {
 	}
 }
 
+// TestSinkFullBatches: items that came in while a batch was written wait
+// for a full batch (a database pays for every statement), and a short one
+// goes out once FlushInterval has passed.
+func TestSinkFullBatches(t *testing.T) {
+	m, target := newMem(t)
+	m.attempts = make(chan int) // each write waits for the test to take it
+	clk := clock.NewFake(time.Unix(0, 0))
+	ex, err := New(target, Options{BatchItems: 3, FlushInterval: time.Minute, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := ex.Open(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	add := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := ex.ProcessItem(ctx, map[string]int{"n": i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	next := func(want int) {
+		t.Helper()
+		if n := <-m.attempts; n != want {
+			t.Fatalf("a write of %d items, want %d (batches so far %v)", n, want, m.batches)
+		}
+	}
+	add(0, 10) // the first write waits for the test: all 10 are buffered
+	next(3)
+	next(3)
+	next(3)
+	add(10, 12) // item 9 waited: with these two it makes a full batch
+	next(3)
+	add(12, 13)
+	clk.Advance(time.Minute) // FlushInterval has passed: item 12 goes out
+	next(1)
+	if err := ex.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(m.rows()); got != 13 {
+		t.Errorf("%d items stored, want 13", got)
+	}
+}
+
 // TestSinkBackPressure takes the sink away with a full buffer: the item
 // that does not fit waits (the crawl is slowed, nothing is dropped) while
 // the writer retries with backoff, and goes in once the sink is back.

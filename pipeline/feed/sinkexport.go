@@ -57,9 +57,14 @@ func (e *Exporter) sinkItem(ctx context.Context, item any, obj []byte) (any, err
 			return nil, &ItemError{Type: fmt.Sprintf("%T", item), Reason: err.Error()}
 		}
 	}
-	// One scan of the encoded object; the fields are slices of it.
-	fs, err := splitFields(obj, make([]Field, 0, 8))
-	if err != nil {
+	// One scan of the encoded object; the fields are slices of it, their
+	// names the feed's. They are split on the stack, then kept in a
+	// slice of their exact size: the record waits in the buffer.
+	var tmp [8]Field
+	fs, err := splitFields(obj, tmp[:0], &e.sink.names)
+	if err == nil {
+		fs = append(make([]Field, 0, len(fs)), fs...)
+	} else {
 		// The decoder's error says what is wrong.
 		slow, derr := decodeFields(obj)
 		if derr != nil {

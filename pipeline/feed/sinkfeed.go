@@ -16,10 +16,13 @@ import (
 
 // This file is the item side of a sink feed: an Exporter whose target is
 // a registered sink keeps items in a bounded buffer and a background
-// writer hands them to the sink in batches (Options.BatchItems, at least
-// every FlushInterval, and at every Flush). While the sink's server is
-// away the writer retries with backoff, the buffer fills, and ProcessItem
-// waits for room: the crawl slows down rather than drop an item.
+// writer hands them to the sink in batches of Options.BatchItems. A
+// shorter batch is written only every FlushInterval (so that no item
+// waits longer), at a Flush and at Close: a database pays for every
+// statement (parsing, planning, a commit), so full batches are what keeps
+// its cost per item low. While the sink's server is away the writer retries with backoff,
+// the buffer fills, and ProcessItem waits for room: the crawl slows down
+// rather than drop an item.
 
 // Defaults of the sink options.
 const (
@@ -41,10 +44,13 @@ type sinkFeed struct {
 	clk  clock.Clock
 	log  zerolog.Logger
 
+	names nameCache // the items' field names
+
 	mu      sync.Mutex
 	cond    *sync.Cond // broadcast when buf shrinks or err is set
 	buf     []Record   // waiting or being written, oldest first
 	written int64
+	flushes int   // Flush calls waiting: the writer writes short batches
 	err     error // a failure that stopped the writer: fatal for the crawl
 	opened  bool
 	closing bool
@@ -143,6 +149,8 @@ func (f *sinkFeed) flush() error {
 	if !f.opened {
 		return nil
 	}
+	f.flushes++
+	defer func() { f.flushes-- }()
 	f.wake()
 	for len(f.buf) > 0 && f.err == nil {
 		f.cond.Wait()
@@ -150,25 +158,38 @@ func (f *sinkFeed) flush() error {
 	return f.err
 }
 
-// run is the writer: it stores the buffer in batches whenever it is woken
-// (a full batch, a Flush, Close) or FlushInterval has passed.
+// run is the writer: it stores the buffer in full batches whenever it is
+// woken, and what is left (shorter batches) when FlushInterval has passed,
+// at a Flush and at Close.
 func (f *sinkFeed) run(name string) {
 	defer close(f.stopped)
 	iv := f.opts.FlushInterval
 	if iv <= 0 {
 		iv = time.Second
 	}
+	size := f.opts.batchItems()
 	t := f.clk.NewTimer(iv)
 	defer t.Stop()
 	for {
+		due := false // the interval passed: what is buffered now is written
 		select {
 		case <-f.kick:
 		case <-t.C():
 			t.Reset(iv)
+			due = true
 		}
+		f.mu.Lock()
+		owed := 0 // items that go out even in a short batch
+		if due {
+			owed = len(f.buf)
+		}
+		f.mu.Unlock()
 		for {
 			f.mu.Lock()
-			closing, n := f.closing, min(len(f.buf), f.opts.batchItems())
+			closing, n := f.closing, min(len(f.buf), size)
+			if n < size && n > owed && !closing && f.flushes == 0 {
+				n = owed // a short batch waits for more items
+			}
 			batch := f.buf[:n:n]
 			f.mu.Unlock()
 			if n == 0 {
@@ -185,10 +206,12 @@ func (f *sinkFeed) run(name string) {
 				f.mu.Unlock()
 				return
 			}
-			f.buf = f.buf[n:]
-			if len(f.buf) == 0 {
-				f.buf = nil // release the backing array
-			}
+			// Keep one backing array: move what came in meanwhile to its
+			// front, and let go of the stored records.
+			left := copy(f.buf, f.buf[n:])
+			clear(f.buf[left:])
+			f.buf = f.buf[:left]
+			owed = max(0, owed-n)
 			f.written += int64(n)
 			f.cond.Broadcast()
 			f.mu.Unlock()

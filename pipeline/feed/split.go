@@ -3,6 +3,8 @@ package feed
 import (
 	"encoding/json"
 	"errors"
+	"sync"
+	"sync/atomic"
 )
 
 // splitFields splits a compact JSON object (as encodeItem writes it) into
@@ -12,8 +14,10 @@ import (
 // caller may fall back on a full decoder).
 //
 // It replaces a json.Decoder walk (a token and a RawMessage copy per
-// field), which was the largest per-item cost of a database feed.
-func splitFields(obj []byte, out []Field) ([]Field, error) {
+// field), which was the largest per-item cost of a database feed. With
+// names, the field names come from it (one string per name for the whole
+// crawl rather than one per item).
+func splitFields(obj []byte, out []Field, names *nameCache) ([]Field, error) {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return nil, errNotObject
@@ -32,11 +36,15 @@ func splitFields(obj []byte, out []Field) ([]Field, error) {
 		}
 		var name string
 		if esc {
-			if err := json.Unmarshal(obj[i:end], &name); err != nil {
+			// Its own variable: Unmarshal's pointer moves it to the heap,
+			// which name (every field's) must not be.
+			var unquoted string
+			if err := json.Unmarshal(obj[i:end], &unquoted); err != nil {
 				return nil, err
 			}
+			name = unquoted
 		} else {
-			name = string(obj[i+1 : end-1])
+			name = names.get(obj[i+1 : end-1])
 		}
 		i = skipSpace(obj, end)
 		if i >= len(obj) || obj[i] != ':' {
@@ -139,4 +147,52 @@ func scanValue(b []byte, i int) (int, bool) {
 		}
 		return 0, false
 	}
+}
+
+// nameCache interns field names. The items of a crawl repeat the same few
+// names, and a string for each name of each item was most of what a
+// database feed allocated per item. Lookups take no lock: the map is
+// replaced, never changed, when a name is added.
+type nameCache struct {
+	m  atomic.Pointer[map[string]string]
+	mu sync.Mutex // serialises additions
+}
+
+// maxNames bounds the cache: items with ever new names (a map keyed by
+// URL) get plain strings past it.
+const maxNames = 256
+
+// get returns b as a string, the cache's when it holds it. A nil cache
+// returns a new string.
+func (c *nameCache) get(b []byte) string {
+	if c == nil {
+		return string(b)
+	}
+	if m := c.m.Load(); m != nil {
+		if s, ok := (*m)[string(b)]; ok {
+			return s
+		}
+	}
+	s := string(b)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m.Load()
+	if old == nil {
+		m := map[string]string{s: s}
+		c.m.Store(&m)
+		return s
+	}
+	if len(*old) >= maxNames {
+		return s
+	}
+	if t, ok := (*old)[s]; ok {
+		return t
+	}
+	m := make(map[string]string, len(*old)+1)
+	for k, v := range *old {
+		m[k] = v
+	}
+	m[s] = s
+	c.m.Store(&m)
+	return s
 }

@@ -2,8 +2,11 @@ package feed
 
 import (
 	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 )
 
 func TestSplitFieldsAgreesWithDecoder(t *testing.T) {
@@ -17,7 +20,7 @@ func TestSplitFieldsAgreesWithDecoder(t *testing.T) {
 		`{"s":"a,b}c]d"}`,
 	}
 	for _, o := range objs {
-		got, err := splitFields([]byte(o), nil)
+		got, err := splitFields([]byte(o), nil, nil)
 		if err != nil {
 			t.Fatalf("splitFields(%s): %v", o, err)
 		}
@@ -38,7 +41,7 @@ func TestSplitFieldsAgreesWithDecoder(t *testing.T) {
 
 func TestSplitFieldsRejectsMalformed(t *testing.T) {
 	for _, o := range []string{``, `[]`, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1} x`, `{"a":"x}`, `{"a":[1}`, `{a:1}`, `{"a":1 "b":2}`} {
-		if _, err := splitFields([]byte(o), nil); err == nil {
+		if _, err := splitFields([]byte(o), nil, nil); err == nil {
 			t.Errorf("splitFields(%q): no error", o)
 		}
 	}
@@ -58,7 +61,7 @@ func FuzzSplitFields(f *testing.F) {
 		if err != nil {
 			return // not an object
 		}
-		got, err := splitFields([]byte(s), nil)
+		got, err := splitFields([]byte(s), nil, nil)
 		if err != nil {
 			t.Fatalf("splitFields(%q): %v", s, err)
 		}
@@ -81,9 +84,23 @@ func BenchmarkSplitFields(b *testing.B) {
 	b.Run("scan", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := splitFields(obj, make([]Field, 0, 8)); err != nil {
+			if _, err := splitFields(obj, make([]Field, 0, 8), nil); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	// As a sink feed splits: names from its cache, the fields on the
+	// stack, then copied to a slice of their exact size.
+	b.Run("scan-interned", func(b *testing.B) {
+		b.ReportAllocs()
+		var names nameCache
+		for b.Loop() {
+			var tmp [8]Field
+			fs, err := splitFields(obj, tmp[:0], &names)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = append(make([]Field, 0, len(fs)), fs...)
 		}
 	})
 	b.Run("decoder", func(b *testing.B) {
@@ -94,4 +111,35 @@ func BenchmarkSplitFields(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestNameCache: a name comes back equal, the cached string from the
+// second time on, and past maxNames names are still right (not cached).
+func TestNameCache(t *testing.T) {
+	var c nameCache
+	first := c.get([]byte("url"))
+	if again := c.get([]byte("url")); again != "url" || unsafe.StringData(again) != unsafe.StringData(first) {
+		t.Errorf("get(url) = %q, not the cached string", again)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2 * maxNames {
+				name := fmt.Sprintf("f%d", (i*7+g)%(2*maxNames))
+				if got := c.get([]byte(name)); got != name {
+					t.Errorf("get(%s) = %q", name, got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := len(*c.m.Load()); n != maxNames {
+		t.Errorf("%d names cached, want the bound %d", n, maxNames)
+	}
+	if got := (*nameCache)(nil).get([]byte("x")); got != "x" {
+		t.Errorf("nil cache: %q", got)
+	}
 }

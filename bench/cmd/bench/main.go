@@ -55,6 +55,7 @@ type run struct {
 		} `json:"rss"`
 	}
 	cpu    time.Duration // user + system time of the runner process
+	dbCPU  time.Duration // the database server's CPU time during the run (S1F with BENCH_POSTGRESQL_PID)
 	rssKB  int64         // peak resident set size of the runner process
 	server map[string]simsite.HostStats
 	served served // the site's content and counters (static sites only)
@@ -87,6 +88,9 @@ func mainErr(bin, only, variants, servers, csvPath string, repeat int) error {
 	want, err := parseScenarios(only)
 	if err != nil {
 		return err
+	}
+	if dbServer, err = dbPID(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	wantVariant := map[string]bool{}
 	for _, s := range strings.Split(variants, ",") {
@@ -193,9 +197,26 @@ func (r *run) do(bin string) error {
 	runner := exec.Command(filepath.Join(bin, "runner"), "-scenario", r.sc.Name, "-variant", r.variant.Name, "-urls", strings.TrimSpace(string(urls)),
 		"-rss-every", fmt.Sprint(r.sc.RSSEvery))
 	runner.Stderr = os.Stderr
+	var db0 time.Duration
+	measureDB := dbServer > 0 && r.sc.Name == "S1F"
+	if measureDB {
+		if db0, err = treeCPU(dbServer); err != nil {
+			return fmt.Errorf("database server: %w", err)
+		}
+	}
 	res, err := runner.Output()
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
+	}
+	if measureDB {
+		// The runner's connection ends with it; its backend's time counts
+		// once the postmaster has reaped it.
+		time.Sleep(300 * time.Millisecond)
+		db1, err := treeCPU(dbServer)
+		if err != nil {
+			return fmt.Errorf("database server: %w", err)
+		}
+		r.dbCPU = db1 - db0
 	}
 	if err := json.Unmarshal(res, &r.result); err != nil {
 		return fmt.Errorf("runner output %q: %w", res, err)
@@ -272,7 +293,11 @@ func medianS1(runs []*run) []*run {
 		fmt.Fprintf(&b, "%s round %d:", rk.label, rk.round+1)
 		for _, v := range variantOrder {
 			if r := rs[v]; r != nil {
-				fmt.Fprintf(&b, " %s %.0f p/s %.3f cpu-s/1000;", v, rate(r), r.cpu.Seconds()/float64(r.result.Responses)*1000)
+				fmt.Fprintf(&b, " %s %.0f p/s %.3f cpu-s/1000", v, rate(r), r.cpu.Seconds()/float64(r.result.Responses)*1000)
+				if r.dbCPU > 0 {
+					fmt.Fprintf(&b, " (db %.3f)", r.dbCPU.Seconds()/float64(r.result.Responses)*1000)
+				}
+				b.WriteByte(';')
 			}
 		}
 		for _, q := range ratios {
@@ -368,6 +393,9 @@ func table(runs []*run) []row {
 		target := map[string]string{"S1": ">= 60% bare, >= 3x colly, jobdir >= 90%, warc >= 80%", "S1F": "sqlite, postgresql >= 90% jsonl"}[base]
 		add(sc, "pages/s", target, true, always(func(r *run) float64 { return float64(r.result.Responses) / r.result.Seconds }))
 		add(sc, "CPU s / 1000 pages", map[string]string{"S1": "<= 2x bare"}[base], true, always(func(r *run) float64 { return r.cpu.Seconds() / float64(r.result.Responses) * 1000 }))
+		add(sc, "database CPU s / 1000 pages", "", true, func(r *run) (float64, bool) {
+			return r.dbCPU.Seconds() / float64(r.result.Responses) * 1000, r.dbCPU > 0
+		})
 		add(sc, "peak RSS MB", map[string]string{"S1": "<= 64"}[base], true, always(func(r *run) float64 { return float64(r.rssKB) / 1024 }))
 		// nginx keeps no log, so no status counts: its request count
 		// and the crawler's own counts below stand for it.

@@ -20,7 +20,6 @@
 package pgsink
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,12 +46,19 @@ type Sink struct {
 	schema string // "" = the search path's
 	table  string
 	ref    string // quoted [schema.]table
+	row    string // the table's row type, schema-qualified (load sets it)
 
 	conn  *pgx.Conn
 	known bool // cols, index and hasExtra are loaded
 	cols  []string
 	index map[string]int
 	extra bool
+
+	// Reused from batch to batch once the columns are known.
+	split *sqlitem.Splitter
+	names [][]byte // each column's name as a JSON string
+	used  []bool
+	arr   []byte // the batch as a JSON array of objects
 }
 
 // Open returns the sink of a postgresql:// URI. It does not connect:
@@ -158,7 +164,7 @@ func (s *Sink) Check(ctx context.Context) error {
 		// Planning the upsert checks that a unique index covers the key.
 		keys := sqlitem.QuoteList(s.params.Key)
 		sql := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, $1) ON CONFLICT (%s) DO NOTHING",
-			s.ref, keys, keys, s.ref, keys)
+			s.ref, keys, keys, s.row, keys)
 		if _, err := s.conn.Exec(ctx, "EXPLAIN "+sql, "[]"); err != nil {
 			return fmt.Errorf("table %s cannot be upserted by key %s (it needs a primary key or unique index on exactly these columns): %w",
 				s.params.Table, strings.Join(s.params.Key, ","), err)
@@ -175,8 +181,17 @@ func (s *Sink) exists(ctx context.Context) (bool, error) {
 	return oid != nil, nil
 }
 
-// load reads the table's columns.
+// load reads the table's columns and the schema it is in.
 func (s *Sink) load(ctx context.Context) error {
+	// The row type is named with its schema: pg_catalog comes first in
+	// the search path, so a table called jsonb or text would otherwise
+	// give the built-in type.
+	var schema string
+	if err := s.conn.QueryRow(ctx, "SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = $1::regclass", s.ref).Scan(&schema); err != nil {
+		return fmt.Errorf("table %s: %w", s.params.Table, err)
+	}
+	// regnamespace's text is quoted as needed already.
+	s.row = schema + "." + sqlitem.Quote(s.table)
 	rows, err := s.conn.Query(ctx, "SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum", s.ref)
 	if err != nil {
 		return fmt.Errorf("table %s: %w", s.params.Table, err)
@@ -194,6 +209,12 @@ func (s *Sink) load(ctx context.Context) error {
 		s.index[c] = len(s.cols)
 		s.cols = append(s.cols, c)
 	}
+	s.split = sqlitem.NewSplitter(s.cols, s.index, s.extra, s.params.Extra)
+	s.names = make([][]byte, len(s.cols)+1)
+	for i, c := range append(s.cols[:len(s.cols):len(s.cols)], s.params.Extra) {
+		s.names[i] = sqlitem.AppendJSONString(nil, c)
+	}
+	s.used = make([]bool, len(s.cols))
 	s.known = true
 	return nil
 }
@@ -244,34 +265,38 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 		}
 	}
 	batch = s.params.Dedupe(batch)
-	used := make([]bool, len(s.cols))
+	// The batch is one JSON array of objects, each with the fields that
+	// have a column and the extra column's object: written straight from
+	// the records' field values into a buffer kept from batch to batch.
+	used := s.used
+	clear(used)
 	usedExtra := false
-	var arr bytes.Buffer
-	arr.WriteByte('[')
+	arr := append(s.arr[:0], '[')
 	for i, r := range batch {
-		row, err := sqlitem.Split(r, s.cols, s.index, s.extra, s.params.Extra)
+		values, extra, err := s.split.Split(r)
 		if err != nil {
 			return permanent{fmt.Errorf("table %s: %w", s.params.Table, err)}
 		}
 		if i > 0 {
-			arr.WriteByte(',')
+			arr = append(arr, ',')
 		}
-		arr.WriteByte('{')
+		arr = append(arr, '{')
 		n := 0
-		for j, v := range row.Values {
+		for j, v := range values {
 			if v == nil {
 				continue
 			}
 			used[j] = true
-			writeMember(&arr, &n, s.cols[j], v)
+			arr = appendMember(arr, &n, s.names[j], v)
 		}
-		if row.Extra != nil {
+		if extra != nil {
 			usedExtra = true
-			writeMember(&arr, &n, s.params.Extra, row.Extra)
+			arr = appendMember(arr, &n, s.names[len(s.cols)], extra)
 		}
-		arr.WriteByte('}')
+		arr = append(arr, '}')
 	}
-	arr.WriteByte(']')
+	arr = append(arr, ']')
+	s.arr = arr
 	var names []string
 	for j, u := range used {
 		if u {
@@ -285,7 +310,7 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 		return nil // items without fields
 	}
 	cols := sqlitem.QuoteList(names)
-	sql := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, $1::jsonb)", s.ref, cols, cols, s.ref)
+	sql := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM jsonb_populate_recordset(NULL::%s, $1::jsonb)", s.ref, cols, cols, s.row)
 	if len(s.params.Key) > 0 {
 		var set []string
 		for _, n := range names {
@@ -299,7 +324,8 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 			sql += " ON CONFLICT (" + sqlitem.QuoteList(s.params.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
 		}
 	}
-	_, err := s.conn.Exec(ctx, sql, arr.String())
+	// pgx sends a []byte for a jsonb parameter as it is: no copy.
+	_, err := s.conn.Exec(ctx, sql, arr)
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && (pe.Code == "42703" || pe.Code == "42P01") {
@@ -310,32 +336,14 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 	return nil
 }
 
-func writeMember(b *bytes.Buffer, n *int, name string, v []byte) {
+func appendMember(b []byte, n *int, name, v []byte) []byte {
 	if *n > 0 {
-		b.WriteByte(',')
+		b = append(b, ',')
 	}
 	*n++
-	b.WriteString(jsonString(name))
-	b.WriteByte(':')
-	b.Write(v)
-}
-
-func jsonString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
+	b = append(b, name...)
+	b = append(b, ':')
+	return append(b, v...)
 }
 
 // transient reports whether err means the server is away (a lost

@@ -151,6 +151,17 @@ func TestCreatesTableWithTypes(t *testing.T) {
 	}
 }
 
+// TestTableNamedLikeAType: a table called jsonb (or text) is written, not
+// mistaken for the built-in type of that name.
+func TestTableNamedLikeAType(t *testing.T) {
+	_, url := newDB(t)
+	export(t, url+"?table=jsonb&key=url", feed.Options{}, quote{URL: "https://a/1", Text: "one"})
+	export(t, url+"?table=jsonb&key=url", feed.Options{}, quote{URL: "https://a/1", Text: "again"})
+	if rows := query(t, url, `SELECT url, text FROM public.jsonb`); strings.Join(rows, " ") != "https://a/1|again" {
+		t.Errorf("rows %v", rows)
+	}
+}
+
 func TestUpsertOnResume(t *testing.T) {
 	_, url := newDB(t)
 	target := url + "?key=url"

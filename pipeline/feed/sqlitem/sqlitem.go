@@ -139,52 +139,94 @@ func (p Params) Columns(r feed.Record) []Column {
 	return out
 }
 
-// Row is one record split for a table.
-type Row struct {
-	// Values are the values of the table's columns, in the order given to
-	// Split (nil where the record lacks the field).
-	Values []json.RawMessage
-	// Extra holds the fields without a column, as a JSON object (nil
-	// when there are none).
-	Extra json.RawMessage
+// Splitter splits records into the values of a table's columns and the
+// fields without a column, reusing its memory from one record to the
+// next: a sink splits a batch of records with no allocation per record.
+type Splitter struct {
+	cols      []string
+	index     map[string]int
+	hasExtra  bool
+	extraName string
+
+	values []json.RawMessage
+	extra  []byte
 }
 
-// Split splits r into the values of cols (the table's columns, the extra
-// column left out) and the fields without a column. It fails when fields
-// have no column and the table has no extra column (hasExtra false).
-func Split(r feed.Record, cols []string, index map[string]int, hasExtra bool, extraName string) (Row, error) {
-	row := Row{Values: make([]json.RawMessage, len(cols))}
-	var rest bytes.Buffer
+// NewSplitter returns the splitter of a table with the columns cols (the
+// extra column left out), index mapping a column's name to its position
+// in cols, and an extra JSON column called extraName when hasExtra.
+func NewSplitter(cols []string, index map[string]int, hasExtra bool, extraName string) *Splitter {
+	return &Splitter{cols: cols, index: index, hasExtra: hasExtra, extraName: extraName,
+		values: make([]json.RawMessage, len(cols))}
+}
+
+// Split splits r. values holds the value of each column, in the order of
+// cols (nil where r lacks the field); extra the fields without a column as
+// a JSON object (nil when there are none). Both are valid until the next
+// call. It fails when fields have no column and the table has no extra
+// column.
+func (sp *Splitter) Split(r feed.Record) (values []json.RawMessage, extra []byte, err error) {
+	clear(sp.values)
+	sp.extra = sp.extra[:0]
 	var missing []string
 	for _, f := range r.Fields {
-		if i, ok := index[f.Name]; ok {
-			row.Values[i] = f.Value
+		if i, ok := sp.index[f.Name]; ok {
+			sp.values[i] = f.Value
 			continue
 		}
-		if !hasExtra {
+		if !sp.hasExtra {
 			missing = append(missing, f.Name)
 			continue
 		}
-		if rest.Len() == 0 {
-			rest.WriteByte('{')
+		if len(sp.extra) == 0 {
+			sp.extra = append(sp.extra, '{')
 		} else {
-			rest.WriteByte(',')
+			sp.extra = append(sp.extra, ',')
 		}
-		name, _ := json.Marshal(f.Name)
-		rest.Write(name)
-		rest.WriteByte(':')
-		rest.Write(f.Value)
+		sp.extra = AppendJSONString(sp.extra, f.Name)
+		sp.extra = append(sp.extra, ':')
+		sp.extra = append(sp.extra, f.Value...)
 	}
 	if len(missing) > 0 {
-		return row, fmt.Errorf("the table has no column for the fields %s and no %q JSON column for the rest: add the columns, or an %q column (jsonb in PostgreSQL, text in SQLite)",
-			strings.Join(missing, ", "), extraName, extraName)
+		return nil, nil, fmt.Errorf("the table has no column for the fields %s and no %q JSON column for the rest: add the columns, or an %q column (jsonb in PostgreSQL, text in SQLite)",
+			strings.Join(missing, ", "), sp.extraName, sp.extraName)
 	}
-	if rest.Len() > 0 {
-		rest.WriteByte('}')
-		row.Extra = rest.Bytes()
+	if len(sp.extra) == 0 {
+		return sp.values, nil, nil
 	}
-	return row, nil
+	sp.extra = append(sp.extra, '}')
+	return sp.values, sp.extra, nil
 }
+
+// AppendJSONString appends s to dst as a JSON string.
+func AppendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"
 
 // Dedupe returns batch with only the last record of each key, in order:
 // one statement cannot write the same row twice.

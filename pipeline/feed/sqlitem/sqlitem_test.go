@@ -56,11 +56,17 @@ func TestColumnsAndSplit(t *testing.T) {
 	}
 	cols := []string{"url", "n"}
 	index := map[string]int{"url": 0, "n": 1}
-	row, err := Split(rec("n", `2`, "url", `"v"`, "author", `"Ann"`), cols, index, true, "_extra")
-	if err != nil || string(row.Values[0]) != `"v"` || string(row.Values[1]) != "2" || string(row.Extra) != `{"author":"Ann"}` {
-		t.Errorf("split = %s %s %s, %v", row.Values[0], row.Values[1], row.Extra, err)
+	sp := NewSplitter(cols, index, true, "_extra")
+	vals, extra, err := sp.Split(rec("n", `2`, "url", `"v"`, "author", `"Ann"`, "a\"b", `1`))
+	if err != nil || string(vals[0]) != `"v"` || string(vals[1]) != "2" || string(extra) != `{"author":"Ann","a\"b":1}` {
+		t.Errorf("split = %s %s %s, %v", vals[0], vals[1], extra, err)
 	}
-	if _, err := Split(rec("url", `"v"`, "author", `"Ann"`), cols, index, false, "_extra"); err == nil || !strings.Contains(err.Error(), "author") {
+	// The next record reuses the memory: nothing of the last one is left.
+	vals, extra, err = sp.Split(rec("url", `"w"`))
+	if err != nil || string(vals[0]) != `"w"` || vals[1] != nil || extra != nil {
+		t.Errorf("second split = %s %s %s, %v", vals[0], vals[1], extra, err)
+	}
+	if _, _, err := NewSplitter(cols, index, false, "_extra").Split(rec("url", `"v"`, "author", `"Ann"`)); err == nil || !strings.Contains(err.Error(), "author") {
 		t.Errorf("split without an extra column = %v, want an error naming author", err)
 	}
 	if err := p.Validate(rec("url", "null")); err == nil {
@@ -74,5 +80,15 @@ func TestDedupeKeepsTheLast(t *testing.T) {
 	got := p.Dedupe(batch)
 	if len(got) != 2 || string(got[0].Fields[0].Value) != `"b"` || string(got[1].Fields[1].Value) != "2" {
 		t.Errorf("dedupe = %v", got)
+	}
+}
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "url", `a"b\c`, "tab\there\x01", "é ü"} {
+		got := AppendJSONString([]byte("x"), s)
+		want, _ := json.Marshal(s)
+		if string(got) != "x"+string(want) {
+			t.Errorf("AppendJSONString(%q) = %s, want x%s", s, got, want)
+		}
 	}
 }

@@ -13,16 +13,16 @@
 //
 // The database is opened in WAL mode (readers such as the sqlite3 shell
 // can query it while the crawl writes) with one connection, the only
-// writer of the crawl. Each batch is one INSERT ... SELECT FROM json_each
-// statement in its own transaction; with a key it is an upsert (ON
-// CONFLICT DO UPDATE). A database locked by another process is reported
-// as feed.ErrUnavailable, so the feed retries.
+// writer of the crawl. Each batch is written in its own transaction by
+// prepared multi-row INSERT ... VALUES statements, kept from batch to
+// batch; with a key they are upserts (ON CONFLICT DO UPDATE). A database
+// locked by another process is reported as feed.ErrUnavailable, so the
+// feed retries.
 //
 // It uses modernc.org/sqlite, a SQLite written in pure Go: no cgo.
 package sqlitesink
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -53,6 +53,12 @@ type Sink struct {
 	cols  []string
 	index map[string]int
 	extra bool
+
+	// Reused from batch to batch once the columns are known.
+	split *sqlitem.Splitter
+	used  []bool
+	args  []any
+	stmts map[stmtKey]*sql.Stmt // prepared INSERTs (batch.go)
 }
 
 // Open returns the sink of a sqlite:// URI: sqlite:///absolute/path.db or
@@ -185,6 +191,9 @@ func (s *Sink) load(ctx context.Context, q querier) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	s.split = sqlitem.NewSplitter(s.cols, s.index, s.extra, s.params.Extra)
+	s.used = make([]bool, len(s.cols))
+	s.dropStmts()
 	s.known = true
 	return nil
 }
@@ -204,103 +213,67 @@ func (s *Sink) write(ctx context.Context, batch []feed.Record) error {
 	if err := s.open(ctx); err != nil {
 		return err
 	}
+	if !s.known {
+		if err := s.table(ctx, batch[0]); err != nil {
+			return err
+		}
+	}
+	batch = s.params.Dedupe(batch)
+	// The statements are prepared before the transaction takes the one
+	// connection.
+	p, err := s.plan(ctx, batch)
+	if err != nil || p == nil {
+		if err != nil {
+			s.known = false // reload the columns: the table may have changed
+			return fmt.Errorf("table %s: %w", s.params.Table, err)
+		}
+		return nil // items without fields
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if !s.known {
-		exists, err := s.exists(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if !exists {
-			var defs []string
-			for _, c := range s.params.Columns(batch[0]) {
-				defs = append(defs, sqlitem.Quote(c.Name)+" "+sqliteType[c.Kind])
-			}
-			if len(s.params.Key) > 0 {
-				defs = append(defs, "PRIMARY KEY ("+sqlitem.QuoteList(s.params.Key)+")")
-			}
-			if _, err := tx.ExecContext(ctx, "CREATE TABLE "+s.ref+" ("+strings.Join(defs, ", ")+")"); err != nil {
-				return fmt.Errorf("creating table %s: %w", s.params.Table, err)
-			}
-		}
-		if err := s.load(ctx, tx); err != nil {
-			s.known = false
-			return err
-		}
-	}
-	batch = s.params.Dedupe(batch)
-	used := make([]bool, len(s.cols))
-	usedExtra := false
-	var arr bytes.Buffer
-	arr.WriteByte('[')
-	for i, r := range batch {
-		row, err := sqlitem.Split(r, s.cols, s.index, s.extra, s.params.Extra)
-		if err != nil {
-			return fmt.Errorf("table %s: %w", s.params.Table, err)
-		}
-		if i > 0 {
-			arr.WriteByte(',')
-		}
-		arr.WriteByte('[')
-		for j, v := range row.Values {
-			if j > 0 {
-				arr.WriteByte(',')
-			}
-			if v == nil {
-				arr.WriteString("null")
-				continue
-			}
-			used[j] = true
-			arr.Write(v)
-		}
-		if len(row.Values) > 0 {
-			arr.WriteByte(',')
-		}
-		if row.Extra != nil {
-			usedExtra = true
-			arr.Write(row.Extra)
-		} else {
-			arr.WriteString("null")
-		}
-		arr.WriteByte(']')
-	}
-	arr.WriteByte(']')
-	var names, exprs []string
-	for j, u := range used {
-		if u {
-			names = append(names, s.cols[j])
-			exprs = append(exprs, fmt.Sprintf("value ->> %d", j))
-		}
-	}
-	if usedExtra {
-		names = append(names, s.params.Extra)
-		exprs = append(exprs, fmt.Sprintf("value -> %d", len(s.cols)))
-	}
-	if len(names) == 0 {
-		return tx.Commit()
-	}
-	q := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM json_each(?) WHERE true", s.ref, sqlitem.QuoteList(names), strings.Join(exprs, ", "))
-	if len(s.params.Key) > 0 {
-		var set []string
-		for _, n := range names {
-			if !slices.Contains(s.params.Key, n) {
-				set = append(set, sqlitem.Quote(n)+" = excluded."+sqlitem.Quote(n))
-			}
-		}
-		if len(set) == 0 {
-			q += " ON CONFLICT (" + sqlitem.QuoteList(s.params.Key) + ") DO NOTHING"
-		} else {
-			q += " ON CONFLICT (" + sqlitem.QuoteList(s.params.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
-		}
-	}
-	if _, err := tx.ExecContext(ctx, q, arr.String()); err != nil {
-		s.known = false // reload the columns: the table may have changed
+	if err := s.insert(ctx, tx, batch, p); err != nil {
+		s.known = false
 		return fmt.Errorf("table %s: %w", s.params.Table, err)
 	}
 	return tx.Commit()
+}
+
+// table creates the table from r when it does not exist, and loads its
+// columns.
+func (s *Sink) table(ctx context.Context, r feed.Record) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	exists, err := s.exists(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		var defs []string
+		for _, c := range s.params.Columns(r) {
+			defs = append(defs, sqlitem.Quote(c.Name)+" "+sqliteType[c.Kind])
+		}
+		if len(s.params.Key) > 0 {
+			defs = append(defs, "PRIMARY KEY ("+sqlitem.QuoteList(s.params.Key)+")")
+		}
+		if _, err := tx.ExecContext(ctx, "CREATE TABLE "+s.ref+" ("+strings.Join(defs, ", ")+")"); err != nil {
+			return fmt.Errorf("creating table %s: %w", s.params.Table, err)
+		}
+	}
+	if err := s.load(ctx, tx); err != nil {
+		s.known = false
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		s.known = false
+		return err
+	}
+	return nil
 }
 
 // isBusy reports whether err is SQLite's "database is locked" (another
@@ -315,6 +288,7 @@ func (s *Sink) Close() error {
 	if s.db == nil {
 		return nil
 	}
+	s.dropStmts()
 	err := s.db.Close()
 	s.db = nil
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -207,5 +208,33 @@ func TestItemWithoutKeyIsDropped(t *testing.T) {
 	_, err = ex.ProcessItem(ctx, map[string]any{"title": "no url"})
 	if !errors.Is(err, feed.ErrItem) || !strings.Contains(err.Error(), `"url"`) {
 		t.Errorf("ProcessItem = %v, want an ErrItem naming the key field", err)
+	}
+}
+
+// TestLargeBatch: a batch of several statements' rows (and a shorter
+// last group), items with different fields in one batch: every item is
+// stored once, each column from its own field, the rest in _extra.
+func TestLargeBatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "items.db")
+	var items []any
+	for i := range 250 {
+		it := map[string]any{"url": fmt.Sprintf("u%03d", i), "n": i}
+		if i%50 == 7 {
+			it["note"] = fmt.Sprintf("q\"%d\\", i)
+		}
+		items = append(items, it)
+	}
+	export(t, "sqlite://"+path+"?key=url", feed.Options{BatchItems: 1000}, items...)
+	db := open(t, path)
+	var n, sum, extras int
+	if err := db.QueryRow("SELECT count(*), sum(n), count(_extra) FROM items").Scan(&n, &sum, &extras); err != nil {
+		t.Fatal(err)
+	}
+	if n != 250 || sum != 249*250/2 || extras != 5 {
+		t.Errorf("rows %d, sum(n) %d, with _extra %d; want 250, %d, 5", n, sum, extras, 249*250/2)
+	}
+	var note string
+	if err := db.QueryRow("SELECT _extra ->> 'note' FROM items WHERE url = 'u057'").Scan(&note); err != nil || note != `q"57\` {
+		t.Errorf("u057's note = %q, %v", note, err)
 	}
 }
