@@ -9,14 +9,17 @@ import (
 )
 
 // compactRequest is how the memory store holds a queued request of the
-// common kind: a GET of an http(s) URL with no header, body or meta of
-// its own, and callbacks given as functions (what a spider's links give).
+// common kind: a link found on a page (Depth above 0), a GET of an
+// http(s) URL with no header, body or meta of its own, and callbacks
+// given as functions.
 // One object of 96 bytes with 6 pointers takes the place of a
 // spider.Request and its url.URL (two objects, about 300 bytes, 19
 // pointers): a broad crawl queues a hundred thousand requests in its
 // first seconds, and this is most of its heap and of what the garbage
 // collector scans. The request is made again, field for field, when it
-// leaves the queue; other requests are kept as they are.
+// leaves the queue; other requests are kept as they are. Start requests
+// (Depth 0) are among the others: the engine pulls them lazily, so few
+// wait in the queue, and it follows them by identity until they start.
 type compactRequest struct {
 	host, path, rawQuery string
 	referer              string
@@ -34,7 +37,7 @@ func compact(r *spider.Request) *compactRequest {
 	if u == nil || r.Method != "" || r.Header != nil || r.Body != nil || r.Meta != nil ||
 		u.Opaque != "" || u.User != nil || u.RawPath != "" || u.OmitHost || u.ForceQuery ||
 		u.Fragment != "" || u.RawFragment != "" ||
-		r.Priority < math.MinInt32 || r.Priority > math.MaxInt32 || r.Depth < 0 || r.Depth > math.MaxInt32 {
+		r.Priority < math.MinInt32 || r.Priority > math.MaxInt32 || r.Depth <= 0 || r.Depth > math.MaxInt32 {
 		return nil
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {

@@ -53,7 +53,7 @@ func TestMemoryStoreCompactRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &spider.Request{URL: u, Callback: parseCB}
+		r := &spider.Request{URL: u, Callback: parseCB, Depth: 2}
 		if f != nil {
 			f(r)
 		}
@@ -68,6 +68,7 @@ func TestMemoryStoreCompactRequests(t *testing.T) {
 		{"http, query, priority, errback, dont filter", mk("http://h.example:8080/a?b=c&d", func(r *spider.Request) {
 			r.Priority, r.Errback, r.DontFilter = -7, failEB, true
 		}), true},
+		{"a start request", mk("https://h.example/", func(r *spider.Request) { r.Depth = 0 }), false},
 		{"no callback", mk("https://h.example/", func(r *spider.Request) { r.Callback = nil }), true},
 		{"empty path", mk("https://h.example", nil), true},
 		{"escaped path kept raw", mk("https://h.example/a%2Fb", nil), false},

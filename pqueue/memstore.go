@@ -20,10 +20,11 @@ import (
 // A queued entry costs about 85 bytes besides the request itself (see
 // docs/performance.md): its fields are stored inline in its sub-queue's
 // heap, and entries whose scopes equal their sub-queue's share one slice.
-// A request of the common kind (a GET with no header, body or meta of
-// its own) is held in a compact form of 96 bytes and made again when it
-// is reserved: Reserve returns an equal request, not the pointer pushed,
-// as a persistent store does.
+// A request of the common kind (a link found on a page: a GET with no
+// header, body or meta of its own) is held in a compact form of 96 bytes
+// and made again when it is reserved: Reserve returns an equal request,
+// not the pointer pushed, as a persistent store does. Start requests
+// (Depth 0) are kept by pointer.
 type MemoryStore struct {
 	mu       sync.Mutex
 	closed   bool
