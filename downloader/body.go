@@ -16,8 +16,9 @@ import (
 // behind by large growths are returned to the system at once
 // (releaseGarbage); so a body costs at most its limit plus a small
 // constant, however much the server sends and however well it compresses.
-// The growth policy lives in nextCap alone, so a pool of buffers can later
-// hand out the first buffer.
+// The growth policy lives in nextCap alone; the first buffer of a body of
+// unknown length comes from a pool (firstBufs), and a body that fits in it
+// is kept as a copy of its size.
 
 // Sizes of the body buffer.
 const (
