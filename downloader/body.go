@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 )
 
@@ -15,8 +16,9 @@ import (
 // behind by large growths are returned to the system at once
 // (releaseGarbage); so a body costs at most its limit plus a small
 // constant, however much the server sends and however well it compresses.
-// The growth policy lives in nextCap alone, so a pool of buffers can later
-// hand out the first buffer.
+// The growth policy lives in nextCap alone; the first buffer of a body of
+// unknown length comes from a pool (firstBufs), and a body that fits in it
+// is kept as a copy of its size.
 
 // Sizes of the body buffer.
 const (
@@ -66,11 +68,44 @@ type bodyReader struct {
 	// warn is called once, when the body passes warnAt bytes (0 = never).
 	warnAt int64
 	warn   func(n int64)
+	// pooled is the buffer taken from firstBufs while the body is in it.
+	pooled *[]byte
 }
+
+// firstBufs holds buffers of firstBuf bytes for bodies of unknown length.
+// Most such bodies are a few kilobytes: reading them into a pooled buffer
+// and keeping an exact copy allocates their size instead of 16 KB each
+// (which the allocator zeroes and the garbage collector then counts
+// against the next cycle).
+var firstBufs = sync.Pool{New: func() any { b := make([]byte, firstBuf); return &b }}
 
 // read reads r to the end and returns the body. ctx is the download's
 // context, used while waiting for budget.
 func (b *bodyReader) read(ctx context.Context, r io.Reader) ([]byte, error) {
+	buf, err := b.readInto(ctx, r)
+	if b.pooled == nil {
+		return buf, err
+	}
+	// The body is still in the pooled buffer: keep a copy of its size,
+	// count only that in the lease, and give the buffer back.
+	out := make([]byte, len(buf))
+	copy(out, buf)
+	b.release()
+	b.lease.shrink(int64(len(out)))
+	return out, err
+}
+
+// release gives the pooled first buffer back, if the body holds one.
+func (b *bodyReader) release() {
+	if b.pooled != nil {
+		firstBufs.Put(b.pooled)
+		b.pooled = nil
+	}
+}
+
+// readInto is read without the final copy: the body it returns may be
+// the pooled buffer (b.pooled set).
+func (b *bodyReader) readInto(ctx context.Context, r io.Reader) ([]byte, error) {
 	var buf []byte
 	warned := false
 	idle := 0 // reads in a row that returned nothing
@@ -93,8 +128,15 @@ func (b *bodyReader) read(ctx context.Context, r io.Reader) ([]byte, error) {
 			if err := b.lease.ensure(ctx, int64(cap(buf))+next); err != nil {
 				return buf, err
 			}
-			nb := make([]byte, len(buf), next)
-			copy(nb, buf)
+			var nb []byte
+			if cap(buf) == 0 && next == firstBuf {
+				b.pooled = firstBufs.Get().(*[]byte)
+				nb = (*b.pooled)[:0]
+			} else {
+				nb = make([]byte, len(buf), next)
+				copy(nb, buf)
+				b.release() // buf was copied: it may have been the pooled one
+			}
 			old := cap(buf)
 			buf = nb
 			b.lease.shrink(next)

@@ -207,3 +207,70 @@ func TestBodyReaderGrowthHoldsAtMostOneAndAHalfLimits(t *testing.T) {
 		t.Errorf("first buffer for Content-Length 700 KiB: %d", next)
 	}
 }
+
+// Bodies of unknown length are read into a pooled buffer; each body
+// returned must be its own copy of its exact size, and the lease must hold
+// what the body keeps, not the pooled buffer's size.
+func TestBodyReaderPooledFirstBuffer(t *testing.T) {
+	pattern := func(n int, seed byte) []byte {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = seed + byte(i%251)
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		size int
+	}{
+		{"empty", 0},
+		{"small", 2_000},
+		{"exactly the first buffer", firstBuf},
+		{"one byte past the first buffer", firstBuf + 1},
+		{"several growths", 5*firstBuf + 17},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBudget(64<<20, 4)
+			l := b.Lease(true)
+			defer l.Release()
+			br := bodyReader{hint: -1, lease: l, maxHold: b.maxHold()}
+			want := pattern(tt.size, 1)
+			got, err := br.read(context.Background(), bytes.NewReader(want))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if br.pooled != nil {
+				t.Error("the pooled buffer was not given back")
+			}
+			if tt.size < firstBuf && cap(got) != tt.size {
+				t.Errorf("cap %d, want the body's size %d", cap(got), tt.size)
+			}
+			if held, _ := b.Held(); tt.size < firstBuf && held != int64(tt.size) {
+				t.Errorf("lease holds %d bytes for a body of %d", held, tt.size)
+			}
+			// Reading other bodies (which reuse the pooled buffer) must not
+			// change this one.
+			for i := range 3 {
+				other := bodyReader{hint: -1}
+				if _, err := other.read(context.Background(), bytes.NewReader(pattern(tt.size+1, byte(100+i)))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(got, want) {
+				t.Error("body changed after other bodies were read")
+			}
+		})
+	}
+}
+
+func BenchmarkBodyReaderUnknownLength(b *testing.B) {
+	body := bytes.Repeat([]byte("<p>x</p>"), 256) // 2 KB, a typical small page
+	b.ReportAllocs()
+	for b.Loop() {
+		br := bodyReader{hint: -1}
+		if _, err := br.read(context.Background(), bytes.NewReader(body)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -154,9 +154,12 @@ func steadyState(b *testing.B, gate pqueue.Gate, done func(*pqueue.Popped)) {
 
 // BenchmarkMemoryPerRequest is benchmark (c): heap bytes per queued
 // request in the throttling-aware queue over the memory store, 1,000,000
-// requests over 10,000 scopes. "queue-B/req" is the queue's own cost (every
-// entry points to one shared request); "total-B/req" adds a typical
-// request (URL parsed from a 40-byte string, no headers or meta).
+// requests over 10,000 scopes. "queue-B/req" pushes one shared request
+// for every entry: the queue's own cost, with the 96-byte compact form the
+// memory store keeps of each (the shared request's copy). "total-B/req"
+// pushes a typical request each (URL parsed from a 40-byte string, no
+// headers or meta), which is dropped once queued: what a queued link
+// costs.
 func BenchmarkMemoryPerRequest(b *testing.B) {
 	const nReq, nScopes = 1_000_000, 10_000
 	for _, distinct := range []bool{false, true} {

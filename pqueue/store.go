@@ -62,7 +62,9 @@ type Info struct {
 type Entry struct {
 	Info
 	// Req is the request. A persistent store encodes it with a Codec and
-	// returns a decoded copy; the memory store keeps the pointer.
+	// returns a decoded copy; the memory store keeps the pointer, or a
+	// compact copy of a found link (see MemoryStore), and returns an
+	// equal request made from it.
 	Req *spider.Request
 }
 

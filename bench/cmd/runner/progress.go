@@ -25,6 +25,13 @@ type RSSPoint struct {
 	// forced collection) in MiB: what the crawl holds. With GOGC=100 the
 	// heap grows to about twice this before the next collection.
 	HeapLiveMB float64 `json:"heap_live_mb"`
+	// StackMB is the goroutines' stacks (StackInuse) in MiB: two
+	// goroutines per open connection, one per request in flight.
+	StackMB float64 `json:"stack_mb"`
+	// FreeMB is heap memory free but not yet returned to the system
+	// (HeapIdle - HeapReleased) in MiB: resident until the scavenger
+	// returns it.
+	FreeMB float64 `json:"free_mb"`
 }
 
 // progress counts handled responses and, every `every` of them, records an
@@ -67,7 +74,8 @@ func (p *progress) sample(pages int64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	pt := RSSPoint{Pages: pages, Seconds: time.Since(p.start).Seconds(), RSSMB: float64(rssBytes()) / (1 << 20),
-		HeapMB: float64(ms.HeapInuse) / (1 << 20)}
+		HeapMB: float64(ms.HeapInuse) / (1 << 20), StackMB: float64(ms.StackInuse) / (1 << 20),
+		FreeMB: float64(ms.HeapIdle-ms.HeapReleased) / (1 << 20)}
 	// The live heap: a full collection, once per sample (ten in a crawl
 	// of a million pages, against hundreds it runs anyway). The runtime's
 	// own figure (/gc/heap/live:bytes) counts what was allocated while
