@@ -2,65 +2,139 @@ package warc
 
 import (
 	"bytes"
+	"errors"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 )
 
-// This file holds how compressed exchanges reach the file: group commit
-// (commit, writeBatch), the compressors and the buffers they fill.
+// This file holds how compressed exchanges reach the file: the committer
+// goroutine (commit, commitLoop, writeBatch), the compressors and the
+// buffers they fill.
 
-// bufPool holds the buffers of compressed exchanges, given back once
-// written: a crawl's exchanges are mostly of similar sizes.
-var bufPool sync.Pool
-
-// getBuf returns an empty buffer of at least n bytes of capacity.
-func getBuf(n int) []byte {
-	if b, ok := bufPool.Get().(*[]byte); ok && cap(*b) >= n {
-		return (*b)[:0]
-	}
-	return make([]byte, 0, n)
-}
-
-func putBuf(b []byte) {
-	if cap(b) <= 1<<20 { // a huge one is left to the collector
-		bufPool.Put(&b)
-	}
-}
-
-var crlf = []byte("\r\n")
-
-// pending is an exchange compressed and waiting for the file.
+// pending is an exchange compressed and waiting for the file. Pendings
+// are reused (pendingPool) with their buffer and their wake channel.
 type pending struct {
 	data   []byte // the request's gzip member, then the response's
 	reqLen int64  // length of the request's member
 	entry  Entry  // its index line, less the file and offset
 
-	done bool  // written (or failed), under Writer.mu
-	err  error // why not written
+	done bool          // written (or failed), set by writeBatch
+	err  error         // why not written
+	wake chan struct{} // receives once writeBatch is done with it
 }
 
-// commit appends p to the file by group commit: whoever holds the file
-// writes every exchange queued so far, in one system call (per file).
-func (w *Writer) commit(p *pending) error {
-	w.qmu.Lock()
-	w.queue = append(w.queue, p)
-	w.qmu.Unlock()
+// pendingPool holds pendings given back once written: a crawl's exchanges
+// are mostly of similar sizes, so their buffers fit the next ones.
+var pendingPool = sync.Pool{New: func() any { return &pending{wake: make(chan struct{}, 1)} }}
 
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if p.done {
-		return p.err // written by the goroutine that held the file
+// getPending returns an empty pending whose buffer holds at least n bytes.
+func getPending(n int) *pending {
+	p := pendingPool.Get().(*pending)
+	if cap(p.data) < n {
+		p.data = make([]byte, 0, n)
 	}
-	w.qmu.Lock()
-	batch := w.queue
-	w.queue = nil
-	w.qmu.Unlock()
-	w.writeBatch(batch)
+	p.data, p.reqLen, p.entry, p.done, p.err = p.data[:0], 0, Entry{}, false, nil
+	return p
+}
+
+// putPending gives p back, unless its buffer is huge (left to the
+// collector).
+func putPending(p *pending) {
+	if cap(p.data) > 1<<20 {
+		p.data = nil
+	}
+	pendingPool.Put(p)
+}
+
+var crlf = []byte("\r\n")
+
+// Batches: a batch holds at most batchItems exchanges and, past
+// batchBytes, takes no more (one large exchange still makes a batch).
+const (
+	queueLen   = 256
+	batchItems = 256
+	batchBytes = 1 << 20
+)
+
+// commit hands p to the committer and waits until it is in the file (or
+// has failed). Exchanges queued while the committer writes go to the
+// file together in its next write.
+func (w *Writer) commit(p *pending) error {
+	w.inMu.RLock()
+	if w.stopped {
+		w.inMu.RUnlock()
+		return errClosed
+	}
+	w.in <- p
+	w.inMu.RUnlock()
+	<-p.wake
 	return p.err
+}
+
+var errClosed = errors.New("the WARC writer is closed")
+
+// commitLoop is the committer: the one goroutine that writes to the
+// files. It takes the exchanges queued (the first one, then, after
+// letting the other goroutines run once, every one queued meanwhile),
+// writes them in one system call, and wakes their goroutines; it syncs
+// the file every SyncInterval. It ends when w.in is closed and drained.
+func (w *Writer) commitLoop() {
+	defer close(w.loopDone)
+	var tick <-chan time.Time
+	if w.opts.SyncInterval > 0 {
+		t := time.NewTicker(w.opts.SyncInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	var batch []*pending
+	for {
+		select {
+		case p, ok := <-w.in:
+			if !ok {
+				return
+			}
+			// The goroutine that queued p made this one runnable next:
+			// yielding once lets the other downloads queue theirs, so
+			// that a busy crawl writes many exchanges per system call.
+			runtime.Gosched()
+			batch = append(batch[:0], p)
+			n := len(p.data)
+		drain:
+			for len(batch) < batchItems && n < batchBytes {
+				select {
+				case q, ok := <-w.in:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, q)
+					n += len(q.data)
+				default:
+					break drain
+				}
+			}
+			w.mu.Lock()
+			w.writeBatch(batch)
+			w.mu.Unlock()
+			for i, q := range batch {
+				batch[i] = nil
+				q.wake <- struct{}{} // q belongs to its goroutine again
+			}
+		case <-tick:
+			w.mu.Lock()
+			if w.dirty && w.f != nil && w.failed == nil {
+				w.dirty = false
+				if err := w.f.Sync(); err != nil {
+					_ = w.fail(err)
+				}
+			}
+			w.mu.Unlock()
+		}
+	}
 }
 
 // writeBatch writes batch in order, rotating files as they fill, and
