@@ -169,7 +169,7 @@ func (w *Writer) writeBatch(batch []*pending) {
 		e := p.entry
 		e.File = filepath.Base(strings.TrimSuffix(w.path, openSuffix))
 		e.Offset = w.size + int64(len(out)) + p.reqLen
-		w.entries = append(w.entries, e)
+		w.index = append(w.index, newIndexLine(e))
 		out = append(out, p.data...)
 	}
 	if err == nil {
@@ -296,7 +296,7 @@ func (c *compressors) put(zw *gzip.Writer) {
 // rotates reports whether n more bytes close the open file and start the
 // next. Called with w.mu held.
 func (w *Writer) rotates(n int64) bool {
-	return w.f != nil && w.opts.MaxSize > 0 && w.size+n > w.opts.MaxSize && len(w.entries) > 0
+	return w.f != nil && w.opts.MaxSize > 0 && w.size+n > w.opts.MaxSize && len(w.index) > 0
 }
 
 // storeRequestsUnder is the size up to which a request record (the

@@ -106,15 +106,15 @@ type Writer struct {
 	loopDone chan struct{} // closed when commitLoop ends
 	batch    []byte        // the bytes of one group commit, reused
 
-	mu      sync.Mutex
-	f       File
-	path    string // of the open file, with its .open suffix
-	size    int64
-	infoID  string
-	serial  int
-	entries []Entry
-	dirty   bool
-	failed  error
+	mu     sync.Mutex
+	f      File
+	path   string // of the open file, with its .open suffix
+	size   int64
+	infoID string
+	serial int
+	index  []indexLine // of the open file
+	dirty  bool
+	failed error
 
 	dedup *dedupTable
 
@@ -208,8 +208,10 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 	}
 	reqID, resID := NewRecordID(), NewRecordID()
 	date := FormatDate(ex.Date)
-	reqH := Header{{"WARC-Type", TypeRequest}, {"WARC-Record-ID", reqID}, {"WARC-Date", date},
-		{"WARC-Target-URI", ex.URL}, {"WARC-Concurrent-To", resID}}
+	// Room for every field of both records, so that Add does not grow them.
+	var fields [20][2]string
+	reqH := append(Header(fields[0:0:10]), [2]string{"WARC-Type", TypeRequest}, [2]string{"WARC-Record-ID", reqID},
+		[2]string{"WARC-Date", date}, [2]string{"WARC-Target-URI", ex.URL}, [2]string{"WARC-Concurrent-To", resID})
 	if ex.IP != "" {
 		reqH.Add("WARC-IP-Address", ex.IP)
 	}
@@ -227,8 +229,8 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 		typ = TypeRevisit
 		block = block[:2]
 	}
-	resH := Header{{"WARC-Type", typ}, {"WARC-Record-ID", resID}, {"WARC-Date", date},
-		{"WARC-Target-URI", ex.URL}, {"WARC-Concurrent-To", reqID}}
+	resH := append(Header(fields[10:10:20]), [2]string{"WARC-Type", typ}, [2]string{"WARC-Record-ID", resID},
+		[2]string{"WARC-Date", date}, [2]string{"WARC-Target-URI", ex.URL}, [2]string{"WARC-Concurrent-To", reqID})
 	if ex.IP != "" {
 		resH.Add("WARC-IP-Address", ex.IP)
 	}
@@ -347,7 +349,7 @@ func (w *Writer) openFile() error {
 		if err != nil {
 			return err
 		}
-		w.f, w.path, w.size, w.entries = f, path, 0, nil
+		w.f, w.path, w.size, w.index = f, path, 0, nil
 		break
 	}
 	info := w.warcinfo(filepath.Base(strings.TrimSuffix(w.path, openSuffix)), now)
@@ -385,13 +387,13 @@ func (w *Writer) closeFile() error {
 		return err
 	}
 	final := strings.TrimSuffix(path, openSuffix)
-	if err := WriteIndex(IndexPath(final), w.entries); err != nil {
+	if err := writeIndexLines(IndexPath(final), w.index); err != nil {
 		return err
 	}
 	if err := os.Rename(path, final); err != nil {
 		return err
 	}
-	w.entries = nil
+	w.index = nil
 	return syncDir(w.opts.Dir)
 }
 
