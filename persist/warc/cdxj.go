@@ -89,8 +89,12 @@ func (e Entry) appendLine(b []byte) []byte {
 	}
 	b = append(strconv.AppendInt(append(b, `,"length":"`...), e.Length, 10), '"')
 	b = append(strconv.AppendInt(append(b, `,"offset":"`...), e.Offset, 10), '"')
-	b = appendJSONString(append(b, `,"filename":`...), e.File)
-	return append(b, '}')
+	return appendFilename(b, e.File)
+}
+
+// appendFilename ends a CDXJ line: its last field, the file's name.
+func appendFilename(b []byte, file string) []byte {
+	return append(appendJSONString(append(b, `,"filename":`...), file), '}')
 }
 
 // appendJSONString appends s as a JSON string, escaped as encoding/json
@@ -187,21 +191,26 @@ func WriteIndex(path string, es []Entry) error {
 }
 
 // indexLine is an Entry as a Writer keeps it until its file is closed:
-// its CDXJ line, formatted when its record is written, and what sorts it.
-// A crawl's file holds up to hundreds of thousands of them: one string
-// is lighter to keep, and for the collector to scan, than an Entry.
+// its CDXJ line, formatted when its record is written, less the file name
+// that all lines of a file share, and what sorts it. A crawl's file holds
+// up to hundreds of thousands of them: one string is lighter to keep, and
+// for the collector to scan, than an Entry.
 type indexLine struct {
-	line    string // the CDXJ line, without the newline
+	line    string // the CDXJ line up to its filename field
 	surtLen int    // line[:surtLen] is the SURT key
 	time    int64  // Entry.Time, in Unix nanoseconds
 }
 
 func newIndexLine(e Entry) indexLine {
-	return indexLine{line: string(e.appendLine(nil)), surtLen: len(e.SURT), time: e.Time.UnixNano()}
+	e.File = ""
+	line := e.appendLine(nil)
+	line = line[:len(line)-len(`,"filename":""}`)]
+	return indexLine{line: string(line), surtLen: len(e.SURT), time: e.Time.UnixNano()}
 }
 
-// writeIndexLines is WriteIndex of lines: sorted as SortEntries sorts.
-func writeIndexLines(path string, lines []indexLine) error {
+// writeIndexLines is WriteIndex of the lines of file: sorted as
+// SortEntries sorts.
+func writeIndexLines(path, file string, lines []indexLine) error {
 	slices.SortStableFunc(lines, func(a, b indexLine) int {
 		if c := strings.Compare(a.line[:a.surtLen], b.line[:b.surtLen]); c != 0 {
 			return c
@@ -210,9 +219,10 @@ func writeIndexLines(path string, lines []indexLine) error {
 	})
 	err := atomicfile.Write(path, 0o644, func(f *os.File) error {
 		w := bufio.NewWriter(f)
+		end := append(appendFilename(nil, file), '\n')
 		for _, l := range lines {
 			w.WriteString(l.line)
-			w.WriteByte('\n')
+			w.Write(end)
 		}
 		return w.Flush()
 	})

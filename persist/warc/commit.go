@@ -3,9 +3,7 @@ package warc
 import (
 	"bytes"
 	"errors"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -166,8 +164,7 @@ func (w *Writer) writeBatch(batch []*pending) {
 		if err = w.ready(n); err != nil {
 			break
 		}
-		e := p.entry
-		e.File = filepath.Base(strings.TrimSuffix(w.path, openSuffix))
+		e := p.entry // its file's name is written with the index
 		e.Offset = w.size + int64(len(out)) + p.reqLen
 		w.index = append(w.index, newIndexLine(e))
 		out = append(out, p.data...)
@@ -259,8 +256,10 @@ func gzipPool(level int) *compressors {
 // garbage collector, which a crawl runs many times a second; each
 // compressor made again then costs more than the records it compresses,
 // and its garbage brings the next collection closer. The free list keeps
-// a few compressors per core (those the collector does not take), and
-// the sync.Pool the extra ones a burst of downloads needed.
+// one compressor per core and one more (those the collector does not
+// take): compressing a record never waits, so only a goroutine preempted
+// in the middle of one makes a compressor more busy than there are cores;
+// the sync.Pool keeps the extra ones such moments needed.
 type compressors struct {
 	level int
 	free  chan *gzip.Writer
@@ -268,7 +267,7 @@ type compressors struct {
 }
 
 func newCompressors(level int) *compressors {
-	c := &compressors{level: level, free: make(chan *gzip.Writer, 4*runtime.GOMAXPROCS(0))}
+	c := &compressors{level: level, free: make(chan *gzip.Writer, runtime.GOMAXPROCS(0)+1)}
 	c.spill.New = func() any {
 		zw, _ := gzip.NewWriterLevel(nil, level)
 		return zw

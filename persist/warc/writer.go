@@ -387,7 +387,7 @@ func (w *Writer) closeFile() error {
 		return err
 	}
 	final := strings.TrimSuffix(path, openSuffix)
-	if err := writeIndexLines(IndexPath(final), w.index); err != nil {
+	if err := writeIndexLines(IndexPath(final), filepath.Base(final), w.index); err != nil {
 		return err
 	}
 	if err := os.Rename(path, final); err != nil {
