@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -305,3 +306,56 @@ func (w *Writer) rotates(n int64) bool {
 // WARC header fields are mostly unique), and building the Huffman tables
 // of its deflate block costs more than the rest of its record.
 const storeRequestsUnder = 2 << 10
+
+// storeEncodedFrom is the payload size from which a response whose
+// payload is compressed already (a Content-Encoding such as gzip or br,
+// or a compressed media type: JPEG, PNG, WebP, a video, a zip file...)
+// is stored uncompressed in its gzip member whatever the level: deflate
+// finds nothing to gain in such bytes, and looking for it costs as much
+// as compressing a page of text. A small one is compressed with its
+// header fields, which compress well.
+const storeEncodedFrom = 1 << 10
+
+// contentEncoded reports whether a response head (status line and header
+// fields) names a Content-Encoding other than identity.
+func contentEncoded(head []byte) bool {
+	const name = "content-encoding:"
+	for len(head) > 0 {
+		line := head
+		if i := bytes.IndexByte(head, '\n'); i >= 0 {
+			line, head = head[:i], head[i+1:]
+		} else {
+			head = nil
+		}
+		if len(line) > len(name) && bytes.EqualFold(line[:len(name)], []byte(name)) {
+			v := bytes.TrimSpace(line[len(name):])
+			return len(v) > 0 && !bytes.EqualFold(v, []byte("identity"))
+		}
+	}
+	return false
+}
+
+// compressedMedia reports whether the media type mime (lower case, without
+// parameters) is of a compressed format.
+func compressedMedia(mime string) bool {
+	major, minor, _ := strings.Cut(mime, "/")
+	switch major {
+	case "video":
+		return true
+	case "audio":
+		return !strings.Contains(minor, "wav") && !strings.Contains(minor, "aiff")
+	case "image":
+		switch minor {
+		case "jpeg", "png", "gif", "webp", "avif", "heic", "heif", "jxl":
+			return true
+		}
+	case "font":
+		return minor == "woff" || minor == "woff2"
+	case "application":
+		switch minor {
+		case "zip", "gzip", "x-gzip", "zstd", "x-bzip2", "x-xz", "x-7z-compressed", "x-rar-compressed", "vnd.rar", "font-woff":
+			return true
+		}
+	}
+	return false
+}

@@ -262,7 +262,11 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 		return nil, false, err
 	}
 	p.reqLen = int64(len(p.data))
-	if p.data, err = w.compress(p.data, resH, block...); err != nil {
+	resPool := w.pool
+	if typ == TypeResponse && len(ex.Payload) >= storeEncodedFrom && (contentEncoded(ex.ResponseHead) || compressedMedia(ex.MIME)) {
+		resPool = gzipPool(GzipStore)
+	}
+	if p.data, err = compressWith(resPool, p.data, resH, block...); err != nil {
 		return nil, false, err
 	}
 	e := Entry{SURT: SURT(ex.URL), Time: ex.Date, URL: ex.URL, Type: typ, Status: ex.Status, MIME: ex.MIME,
