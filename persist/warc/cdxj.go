@@ -201,11 +201,12 @@ type indexLine struct {
 	time    int64  // Entry.Time, in Unix nanoseconds
 }
 
-func newIndexLine(e Entry) indexLine {
+// newIndexLine formats e's line in buf (returned, for reuse).
+func newIndexLine(e Entry, buf []byte) (indexLine, []byte) {
 	e.File = ""
-	line := e.appendLine(nil)
-	line = line[:len(line)-len(`,"filename":""}`)]
-	return indexLine{line: string(line), surtLen: len(e.SURT), time: e.Time.UnixNano()}
+	buf = e.appendLine(buf[:0])
+	line := buf[:len(buf)-len(`,"filename":""}`)]
+	return indexLine{line: string(line), surtLen: len(e.SURT), time: e.Time.UnixNano()}, buf
 }
 
 // writeIndexLines is WriteIndex of the lines of file: sorted as

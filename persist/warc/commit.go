@@ -167,7 +167,9 @@ func (w *Writer) writeBatch(batch []*pending) {
 		}
 		e := p.entry // its file's name is written with the index
 		e.Offset = w.size + int64(len(out)) + p.reqLen
-		w.index = append(w.index, newIndexLine(e))
+		var l indexLine
+		l, w.lineBuf = newIndexLine(e, w.lineBuf)
+		w.index = append(w.index, l)
 		out = append(out, p.data...)
 	}
 	if err == nil {

@@ -106,15 +106,16 @@ type Writer struct {
 	loopDone chan struct{} // closed when commitLoop ends
 	batch    []byte        // the bytes of one group commit, reused
 
-	mu     sync.Mutex
-	f      File
-	path   string // of the open file, with its .open suffix
-	size   int64
-	infoID string
-	serial int
-	index  []indexLine // of the open file
-	dirty  bool
-	failed error
+	mu      sync.Mutex
+	f       File
+	path    string // of the open file, with its .open suffix
+	size    int64
+	infoID  string
+	serial  int
+	index   []indexLine // of the open file
+	lineBuf []byte      // where index lines are formatted
+	dirty   bool
+	failed  error
 
 	dedup *dedupTable
 
