@@ -210,8 +210,8 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 	reqID, resID := NewRecordID(), NewRecordID()
 	date := FormatDate(ex.Date)
 	// Room for every field of both records, so that Add does not grow them.
-	var fields [20][2]string
-	reqH := append(Header(fields[0:0:10]), [2]string{"WARC-Type", TypeRequest}, [2]string{"WARC-Record-ID", reqID},
+	var fields [24][2]string
+	reqH := append(Header(fields[0:0:9]), [2]string{"WARC-Type", TypeRequest}, [2]string{"WARC-Record-ID", reqID},
 		[2]string{"WARC-Date", date}, [2]string{"WARC-Target-URI", ex.URL}, [2]string{"WARC-Concurrent-To", resID})
 	if ex.IP != "" {
 		reqH.Add("WARC-IP-Address", ex.IP)
@@ -230,7 +230,7 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 		typ = TypeRevisit
 		block = block[:2]
 	}
-	resH := append(Header(fields[10:10:20]), [2]string{"WARC-Type", typ}, [2]string{"WARC-Record-ID", resID},
+	resH := append(Header(fields[9:9:24]), [2]string{"WARC-Type", typ}, [2]string{"WARC-Record-ID", resID},
 		[2]string{"WARC-Date", date}, [2]string{"WARC-Target-URI", ex.URL}, [2]string{"WARC-Concurrent-To", reqID})
 	if ex.IP != "" {
 		resH.Add("WARC-IP-Address", ex.IP)
