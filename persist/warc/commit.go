@@ -64,6 +64,9 @@ const (
 // has failed). Exchanges queued while the committer writes go to the
 // file together in its next write.
 func (w *Writer) commit(p *pending) error {
+	if p.wake == nil { // a pending not from getPending
+		p.wake = make(chan struct{}, 1)
+	}
 	w.inMu.RLock()
 	if w.stopped {
 		w.inMu.RUnlock()

@@ -553,6 +553,27 @@ func TestCommitterBatches(t *testing.T) {
 	checkIndexes(t, dir)
 }
 
+// TestCommitPlainPending: a pending made without getPending (no wake
+// channel of its own) is committed too.
+func TestCommitPlainPending(t *testing.T) {
+	dir := t.TempDir()
+	w := newTestWriter(t, dir, Options{})
+	p, _, err := w.prepare(exchange("https://example.com/", 200, "page"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := &pending{data: p.data, reqLen: p.reqLen, entry: p.entry}
+	if err := w.commit(plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := specRead(t, files(t, dir)[0]); len(recs) != 3 {
+		t.Errorf("%d records, want warcinfo, request and response", len(recs))
+	}
+}
+
 // TestWriteAfterClose: a Write after Close is refused, and a second Close
 // does nothing.
 func TestWriteAfterClose(t *testing.T) {
