@@ -3,6 +3,7 @@ package warc
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gocrawl/gocrawl/internal/atomicfile"
 )
@@ -55,17 +57,79 @@ type entryJSON struct {
 const TimestampFormat = "20060102150405"
 
 // Line formats e as a CDXJ line (without the newline).
-func (e Entry) Line() string {
-	j := entryJSON{URL: e.URL, Method: e.Method, ReqBody: e.RequestBody, MIME: e.MIME, Digest: e.Digest,
-		Length: strconv.FormatInt(e.Length, 10), Offset: strconv.FormatInt(e.Offset, 10), Filename: e.File}
+func (e Entry) Line() string { return string(e.appendLine(nil)) }
+
+// appendLine appends e's CDXJ line to b: the JSON block is written field
+// by field, as encoding/json writes an entryJSON (same order, same
+// escapes), without its reflection.
+func (e Entry) appendLine(b []byte) []byte {
+	b = append(b, e.SURT...)
+	b = append(b, ' ')
+	b = e.Time.UTC().AppendFormat(b, TimestampFormat)
+	b = append(b, ` {"url":`...)
+	b = appendJSONString(b, e.URL)
+	if e.Method != "" {
+		b = appendJSONString(append(b, `,"method":`...), e.Method)
+	}
+	if e.RequestBody != "" {
+		b = appendJSONString(append(b, `,"request_body_digest":`...), e.RequestBody)
+	}
+	mime := e.MIME
 	if e.Type == TypeRevisit {
-		j.MIME = "warc/revisit"
+		mime = "warc/revisit"
+	}
+	if mime != "" {
+		b = appendJSONString(append(b, `,"mime":`...), mime)
 	}
 	if e.Status > 0 {
-		j.Status = strconv.Itoa(e.Status)
+		b = append(strconv.AppendInt(append(b, `,"status":"`...), int64(e.Status), 10), '"')
 	}
-	b, _ := json.Marshal(j)
-	return e.SURT + " " + e.Time.UTC().Format(TimestampFormat) + " " + string(b)
+	if e.Digest != "" {
+		b = appendJSONString(append(b, `,"digest":`...), e.Digest)
+	}
+	b = append(strconv.AppendInt(append(b, `,"length":"`...), e.Length, 10), '"')
+	b = append(strconv.AppendInt(append(b, `,"offset":"`...), e.Offset, 10), '"')
+	return appendFilename(b, e.File)
+}
+
+// appendFilename ends a CDXJ line: its last field, the file's name.
+func appendFilename(b []byte, file string) []byte {
+	return append(appendJSONString(append(b, `,"filename":`...), file), '}')
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// escapes it (HTML characters included). Printable ASCII, what URLs,
+// digests and media types are made of, is done here; a string holding
+// anything else is left to encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf {
+			j, _ := json.Marshal(s)
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		var esc string
+		switch s[i] {
+		case '"':
+			esc = `\"`
+		case '\\':
+			esc = `\\`
+		case '<':
+			esc = `\u003c`
+		case '>':
+			esc = `\u003e`
+		case '&':
+			esc = `\u0026`
+		default:
+			continue
+		}
+		b = append(append(b, s[start:i]...), esc...)
+		start = i + 1
+	}
+	return append(append(b, s[start:]...), '"')
 }
 
 // ParseLine reads a CDXJ line written by Line.
@@ -113,9 +177,53 @@ func WriteIndex(path string, es []Entry) error {
 	SortEntries(es)
 	err := atomicfile.Write(path, 0o644, func(f *os.File) error {
 		w := bufio.NewWriter(f)
+		var line []byte
 		for _, e := range es {
-			w.WriteString(e.Line())
-			w.WriteByte('\n')
+			line = append(e.appendLine(line[:0]), '\n')
+			w.Write(line)
+		}
+		return w.Flush()
+	})
+	if err != nil {
+		return fmt.Errorf("writing the index %s: %w", path, err)
+	}
+	return nil
+}
+
+// indexLine is an Entry as a Writer keeps it until its file is closed:
+// its CDXJ line, formatted when its record is written, less the file name
+// that all lines of a file share, and what sorts it. A crawl's file holds
+// up to hundreds of thousands of them: one string is lighter to keep, and
+// for the collector to scan, than an Entry.
+type indexLine struct {
+	line    string // the CDXJ line up to its filename field
+	surtLen int    // line[:surtLen] is the SURT key
+	time    int64  // Entry.Time, in Unix nanoseconds
+}
+
+// newIndexLine formats e's line in buf (returned, for reuse).
+func newIndexLine(e Entry, buf []byte) (indexLine, []byte) {
+	e.File = ""
+	buf = e.appendLine(buf[:0])
+	line := buf[:len(buf)-len(`,"filename":""}`)]
+	return indexLine{line: string(line), surtLen: len(e.SURT), time: e.Time.UnixNano()}, buf
+}
+
+// writeIndexLines is WriteIndex of the lines of file: sorted as
+// SortEntries sorts.
+func writeIndexLines(path, file string, lines []indexLine) error {
+	slices.SortStableFunc(lines, func(a, b indexLine) int {
+		if c := strings.Compare(a.line[:a.surtLen], b.line[:b.surtLen]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.time, b.time)
+	})
+	err := atomicfile.Write(path, 0o644, func(f *os.File) error {
+		w := bufio.NewWriter(f)
+		end := append(appendFilename(nil, file), '\n')
+		for _, l := range lines {
+			w.WriteString(l.line)
+			w.Write(end)
 		}
 		return w.Flush()
 	})

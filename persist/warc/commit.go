@@ -2,65 +2,141 @@ package warc
 
 import (
 	"bytes"
-	"path/filepath"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 )
 
-// This file holds how compressed exchanges reach the file: group commit
-// (commit, writeBatch), the compressors and the buffers they fill.
+// This file holds how compressed exchanges reach the file: the committer
+// goroutine (commit, commitLoop, writeBatch), the compressors and the
+// buffers they fill.
 
-// bufPool holds the buffers of compressed exchanges, given back once
-// written: a crawl's exchanges are mostly of similar sizes.
-var bufPool sync.Pool
-
-// getBuf returns an empty buffer of at least n bytes of capacity.
-func getBuf(n int) []byte {
-	if b, ok := bufPool.Get().(*[]byte); ok && cap(*b) >= n {
-		return (*b)[:0]
-	}
-	return make([]byte, 0, n)
-}
-
-func putBuf(b []byte) {
-	if cap(b) <= 1<<20 { // a huge one is left to the collector
-		bufPool.Put(&b)
-	}
-}
-
-var crlf = []byte("\r\n")
-
-// pending is an exchange compressed and waiting for the file.
+// pending is an exchange compressed and waiting for the file. Pendings
+// are reused (pendingPool) with their buffer and their wake channel.
 type pending struct {
 	data   []byte // the request's gzip member, then the response's
 	reqLen int64  // length of the request's member
 	entry  Entry  // its index line, less the file and offset
 
-	done bool  // written (or failed), under Writer.mu
-	err  error // why not written
+	done bool          // written (or failed), set by writeBatch
+	err  error         // why not written
+	wake chan struct{} // receives once writeBatch is done with it
 }
 
-// commit appends p to the file by group commit: whoever holds the file
-// writes every exchange queued so far, in one system call (per file).
-func (w *Writer) commit(p *pending) error {
-	w.qmu.Lock()
-	w.queue = append(w.queue, p)
-	w.qmu.Unlock()
+// pendingPool holds pendings given back once written: a crawl's exchanges
+// are mostly of similar sizes, so their buffers fit the next ones.
+var pendingPool = sync.Pool{New: func() any { return &pending{wake: make(chan struct{}, 1)} }}
 
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if p.done {
-		return p.err // written by the goroutine that held the file
+// getPending returns an empty pending whose buffer holds at least n bytes.
+func getPending(n int) *pending {
+	p := pendingPool.Get().(*pending)
+	if cap(p.data) < n {
+		p.data = make([]byte, 0, n)
 	}
-	w.qmu.Lock()
-	batch := w.queue
-	w.queue = nil
-	w.qmu.Unlock()
-	w.writeBatch(batch)
+	p.data, p.reqLen, p.entry, p.done, p.err = p.data[:0], 0, Entry{}, false, nil
+	return p
+}
+
+// putPending gives p back, unless its buffer is huge (left to the
+// collector).
+func putPending(p *pending) {
+	if cap(p.data) > 1<<20 {
+		p.data = nil
+	}
+	pendingPool.Put(p)
+}
+
+var crlf = []byte("\r\n")
+
+// Batches: a batch holds at most batchItems exchanges and, past
+// batchBytes, takes no more (one large exchange still makes a batch).
+const (
+	queueLen   = 256
+	batchItems = 256
+	batchBytes = 1 << 20
+)
+
+// commit hands p to the committer and waits until it is in the file (or
+// has failed). Exchanges queued while the committer writes go to the
+// file together in its next write.
+func (w *Writer) commit(p *pending) error {
+	if p.wake == nil { // a pending not from getPending
+		p.wake = make(chan struct{}, 1)
+	}
+	w.inMu.RLock()
+	if w.stopped {
+		w.inMu.RUnlock()
+		return errClosed
+	}
+	w.in <- p
+	w.inMu.RUnlock()
+	<-p.wake
 	return p.err
+}
+
+var errClosed = errors.New("the WARC writer is closed")
+
+// commitLoop is the committer: the one goroutine that writes to the
+// files. It takes the exchanges queued (the first one, then, after
+// letting the other goroutines run once, every one queued meanwhile),
+// writes them in one system call, and wakes their goroutines; it syncs
+// the file every SyncInterval. It ends when w.in is closed and drained.
+func (w *Writer) commitLoop() {
+	defer close(w.loopDone)
+	var tick <-chan time.Time
+	if w.opts.SyncInterval > 0 {
+		t := time.NewTicker(w.opts.SyncInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	var batch []*pending
+	for {
+		select {
+		case p, ok := <-w.in:
+			if !ok {
+				return
+			}
+			// The goroutine that queued p made this one runnable next:
+			// yielding once lets the other downloads queue theirs, so
+			// that a busy crawl writes many exchanges per system call.
+			runtime.Gosched()
+			batch = append(batch[:0], p)
+			n := len(p.data)
+		drain:
+			for len(batch) < batchItems && n < batchBytes {
+				select {
+				case q, ok := <-w.in:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, q)
+					n += len(q.data)
+				default:
+					break drain
+				}
+			}
+			w.mu.Lock()
+			w.writeBatch(batch)
+			w.mu.Unlock()
+			for i, q := range batch {
+				batch[i] = nil
+				q.wake <- struct{}{} // q belongs to its goroutine again
+			}
+		case <-tick:
+			w.mu.Lock()
+			if w.dirty && w.f != nil && w.failed == nil {
+				w.dirty = false
+				if err := w.f.Sync(); err != nil {
+					_ = w.fail(err)
+				}
+			}
+			w.mu.Unlock()
+		}
+	}
 }
 
 // writeBatch writes batch in order, rotating files as they fill, and
@@ -92,10 +168,11 @@ func (w *Writer) writeBatch(batch []*pending) {
 		if err = w.ready(n); err != nil {
 			break
 		}
-		e := p.entry
-		e.File = filepath.Base(strings.TrimSuffix(w.path, openSuffix))
+		e := p.entry // its file's name is written with the index
 		e.Offset = w.size + int64(len(out)) + p.reqLen
-		w.entries = append(w.entries, e)
+		var l indexLine
+		l, w.lineBuf = newIndexLine(e, w.lineBuf)
+		w.index = append(w.index, l)
 		out = append(out, p.data...)
 	}
 	if err == nil {
@@ -185,8 +262,10 @@ func gzipPool(level int) *compressors {
 // garbage collector, which a crawl runs many times a second; each
 // compressor made again then costs more than the records it compresses,
 // and its garbage brings the next collection closer. The free list keeps
-// a few compressors per core (those the collector does not take), and
-// the sync.Pool the extra ones a burst of downloads needed.
+// one compressor per core and one more (those the collector does not
+// take): compressing a record never waits, so only a goroutine preempted
+// in the middle of one makes a compressor more busy than there are cores;
+// the sync.Pool keeps the extra ones such moments needed.
 type compressors struct {
 	level int
 	free  chan *gzip.Writer
@@ -194,7 +273,7 @@ type compressors struct {
 }
 
 func newCompressors(level int) *compressors {
-	c := &compressors{level: level, free: make(chan *gzip.Writer, 4*runtime.GOMAXPROCS(0))}
+	c := &compressors{level: level, free: make(chan *gzip.Writer, runtime.GOMAXPROCS(0)+1)}
 	c.spill.New = func() any {
 		zw, _ := gzip.NewWriterLevel(nil, level)
 		return zw
@@ -222,7 +301,7 @@ func (c *compressors) put(zw *gzip.Writer) {
 // rotates reports whether n more bytes close the open file and start the
 // next. Called with w.mu held.
 func (w *Writer) rotates(n int64) bool {
-	return w.f != nil && w.opts.MaxSize > 0 && w.size+n > w.opts.MaxSize && len(w.entries) > 0
+	return w.f != nil && w.opts.MaxSize > 0 && w.size+n > w.opts.MaxSize && len(w.index) > 0
 }
 
 // storeRequestsUnder is the size up to which a request record (the
@@ -232,3 +311,56 @@ func (w *Writer) rotates(n int64) bool {
 // WARC header fields are mostly unique), and building the Huffman tables
 // of its deflate block costs more than the rest of its record.
 const storeRequestsUnder = 2 << 10
+
+// storeEncodedFrom is the payload size from which a response whose
+// payload is compressed already (a Content-Encoding such as gzip or br,
+// or a compressed media type: JPEG, PNG, WebP, a video, a zip file...)
+// is stored uncompressed in its gzip member whatever the level: deflate
+// finds nothing to gain in such bytes, and looking for it costs as much
+// as compressing a page of text. A small one is compressed with its
+// header fields, which compress well.
+const storeEncodedFrom = 1 << 10
+
+// contentEncoded reports whether a response head (status line and header
+// fields) names a Content-Encoding other than identity.
+func contentEncoded(head []byte) bool {
+	const name = "content-encoding:"
+	for len(head) > 0 {
+		line := head
+		if i := bytes.IndexByte(head, '\n'); i >= 0 {
+			line, head = head[:i], head[i+1:]
+		} else {
+			head = nil
+		}
+		if len(line) > len(name) && bytes.EqualFold(line[:len(name)], []byte(name)) {
+			v := bytes.TrimSpace(line[len(name):])
+			return len(v) > 0 && !bytes.EqualFold(v, []byte("identity"))
+		}
+	}
+	return false
+}
+
+// compressedMedia reports whether the media type mime (lower case, without
+// parameters) is of a compressed format.
+func compressedMedia(mime string) bool {
+	major, minor, _ := strings.Cut(mime, "/")
+	switch major {
+	case "video":
+		return true
+	case "audio":
+		return !strings.Contains(minor, "wav") && !strings.Contains(minor, "aiff")
+	case "image":
+		switch minor {
+		case "jpeg", "png", "gif", "webp", "avif", "heic", "heif", "jxl":
+			return true
+		}
+	case "font":
+		return minor == "woff" || minor == "woff2"
+	case "application":
+		switch minor {
+		case "zip", "gzip", "x-gzip", "zstd", "x-bzip2", "x-xz", "x-7z-compressed", "x-rar-compressed", "vnd.rar", "font-woff":
+			return true
+		}
+	}
+	return false
+}

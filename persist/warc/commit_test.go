@@ -2,6 +2,7 @@ package warc
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"runtime"
@@ -94,6 +95,55 @@ func TestSmallRequestsStored(t *testing.T) {
 			if _, err := io.ReadAll(zr); err != nil {
 				t.Errorf("%s: member unreadable: %v", c.name, err)
 			}
+		}
+	}
+}
+
+// TestEncodedPayloadsStored: at a compressing level, a response whose
+// payload is compressed already (a Content-Encoding, a compressed media
+// type) is stored in its gzip member, unless small; other responses are
+// compressed.
+func TestEncodedPayloadsStored(t *testing.T) {
+	w := newTestWriter(t, t.TempDir(), Options{GzipLevel: gzip.BestSpeed})
+	defer w.Close()
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	for i := range 2000 {
+		fmt.Fprintf(zw, "<p>paragraph %d</p>\n", i*7919%10007)
+	}
+	zw.Close()
+	page := strings.Repeat("<p>text</p>", 400)
+	ex := func(h http.Header, mime, payload string) *Exchange {
+		e := exchange("https://example.com/", 200, payload)
+		e.ResponseHead = ResponseHeadBytes("HTTP/1.1", "200 OK", h)
+		e.MIME = mime
+		return e
+	}
+	for _, c := range []struct {
+		name   string
+		ex     *Exchange
+		stored bool
+	}{
+		{"plain page", ex(http.Header{"Content-Type": {"text/html"}}, "text/html", page), false},
+		{"gzip page", ex(http.Header{"Content-Type": {"text/html"}, "Content-Encoding": {"gzip"}}, "text/html", zipped.String()), true},
+		{"br, name in lower case", ex(http.Header{"content-encoding": {" br "}}, "text/html", zipped.String()), true},
+		{"identity", ex(http.Header{"Content-Encoding": {"identity"}}, "text/html", page), false},
+		{"JPEG", ex(http.Header{"Content-Type": {"image/jpeg"}}, "image/jpeg", zipped.String()), true},
+		{"small gzip page", ex(http.Header{"Content-Encoding": {"gzip"}}, "text/html", zipped.String()[:500]), false},
+	} {
+		p, _, err := w.prepare(c.ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored := p.data[p.reqLen+10]&6 == 0; stored != c.stored {
+			t.Errorf("%s: response record stored = %v, want %v", c.name, stored, c.stored)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(p.data[p.reqLen:]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec, err := io.ReadAll(zr); err != nil || !bytes.HasSuffix(rec, append(c.ex.Payload, "\r\n\r\n"...)) {
+			t.Errorf("%s: member unreadable or without its payload: %v", c.name, err)
 		}
 	}
 }

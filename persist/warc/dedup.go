@@ -2,6 +2,7 @@ package warc
 
 import (
 	"errors"
+	"hash/maphash"
 	"os"
 	"strings"
 	"sync"
@@ -17,25 +18,40 @@ type original struct {
 // dedupTable remembers the payload digests archived so far: the last one
 // of each URL (for DedupURL, and for the server-not-modified revisits of
 // 304 answers), or the first capture of each digest (DedupDigest).
+//
+// byURL holds one entry per URL archived: hundreds of thousands in a
+// large crawl. Its keys and values are hashes and a date, without
+// pointers, so that it takes 40 bytes or so per URL and the garbage
+// collector need not scan it. The hashes are 128 bits: two URLs or two
+// digests sharing one, the only way a wrong revisit could be written,
+// are about as likely as a SHA-1 collision.
 type dedupTable struct {
 	mode     Dedup
 	mu       sync.Mutex
-	byURL    map[string]urlCapture
+	seeds    [2]maphash.Seed
+	byURL    map[hash128]urlCapture
 	byDigest map[string]original
 }
 
+// hash128 is a string's hash under both of a table's seeds.
+type hash128 [2]uint64
+
+func (t *dedupTable) hash(s string) hash128 {
+	return hash128{maphash.String(t.seeds[0], s), maphash.String(t.seeds[1], s)}
+}
+
 type urlCapture struct {
-	digest string
-	date   time.Time
+	digest hash128
+	date   int64 // Unix nanoseconds
 }
 
 func newDedupTable(mode Dedup) *dedupTable {
-	t := &dedupTable{mode: mode}
+	t := &dedupTable{mode: mode, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 	switch mode {
 	case DedupURL:
-		t.byURL = map[string]urlCapture{}
+		t.byURL = map[hash128]urlCapture{}
 	case DedupDigest:
-		t.byURL = map[string]urlCapture{}
+		t.byURL = map[hash128]urlCapture{}
 		t.byDigest = map[string]original{}
 	}
 	return t
@@ -61,8 +77,8 @@ func (t *dedupTable) claim(url, digest string, date time.Time, add bool) *origin
 func (t *dedupTable) find(url, digest string) *original {
 	switch t.mode {
 	case DedupURL:
-		if c, ok := t.byURL[url]; ok && c.digest == digest {
-			return &original{url, c.date}
+		if c, ok := t.byURL[t.hash(url)]; ok && c.digest == t.hash(digest) {
+			return &original{url, time.Unix(0, c.date).UTC()}
 		}
 	case DedupDigest:
 		if o, ok := t.byDigest[digest]; ok {
@@ -77,8 +93,8 @@ func (t *dedupTable) find(url, digest string) *original {
 func (t *dedupTable) lastOf(url string) *original {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c, ok := t.byURL[url]; ok {
-		return &original{url, c.date}
+	if c, ok := t.byURL[t.hash(url)]; ok {
+		return &original{url, time.Unix(0, c.date).UTC()}
 	}
 	return nil
 }
@@ -97,7 +113,7 @@ func (t *dedupTable) addLocked(url, digest string, date time.Time) {
 	if t.mode == DedupOff {
 		return
 	}
-	t.byURL[url] = urlCapture{digest, date}
+	t.byURL[t.hash(url)] = urlCapture{t.hash(digest), date.UnixNano()}
 	if t.byDigest != nil {
 		if _, ok := t.byDigest[digest]; !ok {
 			t.byDigest[digest] = original{url, date}

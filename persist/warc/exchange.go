@@ -1,12 +1,14 @@
 package warc
 
 import (
-	"bytes"
-	"fmt"
 	"net/http"
+	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Truncation reasons (WARC-Truncated): why a response's payload is not
@@ -79,30 +81,71 @@ func ProtocolOf(proto string) string {
 // Content-Length for a body, blank line and body. An HTTP/2 request is
 // archived in this form too, as WARC tools expect.
 func RequestBytes(method, requestURI, host string, h http.Header, body []byte) []byte {
-	var b bytes.Buffer
-	b.Grow(256 + len(body))
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, requestURI, host)
-	hh := h
+	b := make([]byte, 0, 64+len(method)+len(requestURI)+len(host)+headerSize(h)+len(body))
+	b = append(append(append(append(b, method...), ' '), requestURI...), " HTTP/1.1\r\nHost: "...)
+	b = append(append(b, host...), "\r\n"...)
+	length := ""
 	if len(body) > 0 && h.Get("Content-Length") == "" {
-		hh = h.Clone() // nil for a nil h
-		if hh == nil {
-			hh = http.Header{}
-		}
-		hh.Set("Content-Length", strconv.Itoa(len(body)))
+		length = strconv.Itoa(len(body))
 	}
-	_ = hh.WriteSubset(&b, map[string]bool{"Host": true})
-	b.WriteString("\r\n")
-	b.Write(body)
-	return b.Bytes()
+	b = appendHeader(b, h, "Host", length)
+	return append(append(b, "\r\n"...), body...)
 }
 
 // ResponseHeadBytes formats a response's status line and header fields as
 // an Exchange's ResponseHead. Transfer-Encoding is left out: the payload is
 // archived without it.
 func ResponseHeadBytes(proto, status string, h http.Header) []byte {
-	var b bytes.Buffer
-	b.Grow(512)
-	fmt.Fprintf(&b, "%s %s\r\n", proto, status)
-	_ = h.WriteSubset(&b, map[string]bool{"Transfer-Encoding": true})
-	return b.Bytes()
+	b := make([]byte, 0, 4+len(proto)+len(status)+headerSize(h))
+	b = append(append(append(append(b, proto...), ' '), status...), "\r\n"...)
+	return appendHeader(b, h, "Transfer-Encoding", "")
 }
+
+// headerSize is about the length of h's fields once formatted.
+func headerSize(h http.Header) int {
+	n := 0
+	for k, vv := range h {
+		for _, v := range vv {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}
+
+// appendHeader appends h's fields as http.Header.WriteSubset writes them
+// (sorted by name, invalid names dropped, each value on one line and
+// trimmed), but for the field named skip; a non-empty length replaces
+// Content-Length's values. It spares the requests and responses of a
+// crawl WriteSubset's map, sorter and writes.
+func appendHeader(b []byte, h http.Header, skip, length string) []byte {
+	var arr [32]string
+	keys := arr[:0]
+	for k := range h {
+		if k != skip && (length == "" || k != "Content-Length") {
+			keys = append(keys, k)
+		}
+	}
+	if length != "" {
+		keys = append(keys, "Content-Length")
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !httpguts.ValidHeaderFieldName(k) {
+			continue
+		}
+		vv := h[k]
+		if length != "" && k == "Content-Length" {
+			vv = []string{length}
+		}
+		for _, v := range vv {
+			if strings.IndexByte(v, '\r') >= 0 || strings.IndexByte(v, '\n') >= 0 {
+				v = newlineToSpace.Replace(v)
+			}
+			v = textproto.TrimString(v)
+			b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
+		}
+	}
+	return b
+}
+
+var newlineToSpace = strings.NewReplacer("\n", " ", "\r", " ")

@@ -91,18 +91,20 @@ type File interface {
 
 // Writer writes exchanges to rotating WARC files. It is safe for concurrent
 // use: records are compressed by the calling goroutine, in parallel, and
-// appended to the file by group commit: the goroutine that gets the file
-// writes, in one system call, its exchange and those queued meanwhile by
-// others, which then find theirs written. Write returns once its exchange
-// is in the file, so a kill loses at most the exchanges being written,
-// and NewWriter cuts such a partial record away.
+// appended to the file by group commit: one goroutine of the Writer's own
+// writes, in one system call, every exchange queued while it was writing
+// the previous ones. Write returns once its exchange is in the file, so a
+// kill loses at most the exchanges being written, and NewWriter cuts such
+// a partial record away.
 type Writer struct {
 	opts Options
 	pool *compressors // at opts.GzipLevel
 
-	qmu   sync.Mutex // guards queue
-	queue []*pending // compressed exchanges waiting for the file
-	batch []byte     // the bytes of one group commit, reused
+	inMu     sync.RWMutex  // Write holds it to send, Close to stop sending
+	stopped  bool          // under inMu: in is closed
+	in       chan *pending // compressed exchanges waiting for the file
+	loopDone chan struct{} // closed when commitLoop ends
+	batch    []byte        // the bytes of one group commit, reused
 
 	mu      sync.Mutex
 	f       File
@@ -110,15 +112,14 @@ type Writer struct {
 	size    int64
 	infoID  string
 	serial  int
-	entries []Entry
+	index   []indexLine // of the open file
+	lineBuf []byte      // where index lines are formatted
 	dirty   bool
 	failed  error
 
 	dedup *dedupTable
 
-	stopSync chan struct{}
-	syncDone chan struct{}
-	closed   bool
+	closed bool
 }
 
 // NewWriter prepares a Writer over opts.Dir: files left open by a crawl that was
@@ -162,10 +163,8 @@ func NewWriter(opts Options) (*Writer, []Repair, error) {
 	if err := w.dedup.seed(opts.Dir); err != nil {
 		return nil, repairs, err
 	}
-	if opts.SyncInterval > 0 {
-		w.stopSync, w.syncDone = make(chan struct{}), make(chan struct{})
-		go w.syncLoop(opts.SyncInterval)
-	}
+	w.in, w.loopDone = make(chan *pending, queueLen), make(chan struct{})
+	go w.commitLoop()
 	return w, repairs, nil
 }
 
@@ -186,7 +185,7 @@ func (w *Writer) Write(ex *Exchange) (revisit bool, err error) {
 		return false, err
 	}
 	err = w.commit(p)
-	putBuf(p.data)
+	putPending(p)
 	if err != nil {
 		return false, err
 	}
@@ -210,8 +209,10 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 	}
 	reqID, resID := NewRecordID(), NewRecordID()
 	date := FormatDate(ex.Date)
-	reqH := Header{{"WARC-Type", TypeRequest}, {"WARC-Record-ID", reqID}, {"WARC-Date", date},
-		{"WARC-Target-URI", ex.URL}, {"WARC-Concurrent-To", resID}}
+	// Room for every field of both records, so that Add does not grow them.
+	var fields [24][2]string
+	reqH := append(Header(fields[0:0:9]), [2]string{"WARC-Type", TypeRequest}, [2]string{"WARC-Record-ID", reqID},
+		[2]string{"WARC-Date", date}, [2]string{"WARC-Target-URI", ex.URL}, [2]string{"WARC-Concurrent-To", resID})
 	if ex.IP != "" {
 		reqH.Add("WARC-IP-Address", ex.IP)
 	}
@@ -230,8 +231,8 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 		typ = TypeRevisit
 		block = block[:2]
 	}
-	resH := Header{{"WARC-Type", typ}, {"WARC-Record-ID", resID}, {"WARC-Date", date},
-		{"WARC-Target-URI", ex.URL}, {"WARC-Concurrent-To", reqID}}
+	resH := append(Header(fields[9:9:24]), [2]string{"WARC-Type", typ}, [2]string{"WARC-Record-ID", resID},
+		[2]string{"WARC-Date", date}, [2]string{"WARC-Target-URI", ex.URL}, [2]string{"WARC-Concurrent-To", reqID})
 	if ex.IP != "" {
 		resH.Add("WARC-IP-Address", ex.IP)
 	}
@@ -255,8 +256,7 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 		resH.Add("WARC-Truncated", ex.Truncated)
 	}
 
-	p = &pending{}
-	p.data = getBuf(len(ex.Request) + len(ex.ResponseHead) + len(ex.Payload) + 2048)
+	p = getPending(len(ex.Request) + len(ex.ResponseHead) + len(ex.Payload) + 2048)
 	reqPool := w.pool
 	if len(ex.Request) <= storeRequestsUnder {
 		reqPool = gzipPool(GzipStore)
@@ -265,7 +265,11 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 		return nil, false, err
 	}
 	p.reqLen = int64(len(p.data))
-	if p.data, err = w.compress(p.data, resH, block...); err != nil {
+	resPool := w.pool
+	if typ == TypeResponse && len(ex.Payload) >= storeEncodedFrom && (contentEncoded(ex.ResponseHead) || compressedMedia(ex.MIME)) {
+		resPool = gzipPool(GzipStore)
+	}
+	if p.data, err = compressWith(resPool, p.data, resH, block...); err != nil {
 		return nil, false, err
 	}
 	e := Entry{SURT: SURT(ex.URL), Time: ex.Date, URL: ex.URL, Type: typ, Status: ex.Status, MIME: ex.MIME,
@@ -290,7 +294,7 @@ func (w *Writer) ready(n int64) error {
 		return w.failed
 	}
 	if w.closed {
-		return errors.New("the WARC writer is closed")
+		return errClosed
 	}
 	if w.rotates(n) {
 		if err := w.closeFile(); err != nil {
@@ -352,7 +356,7 @@ func (w *Writer) openFile() error {
 		if err != nil {
 			return err
 		}
-		w.f, w.path, w.size, w.entries = f, path, 0, nil
+		w.f, w.path, w.size, w.index = f, path, 0, nil
 		break
 	}
 	info := w.warcinfo(filepath.Base(strings.TrimSuffix(w.path, openSuffix)), now)
@@ -390,13 +394,13 @@ func (w *Writer) closeFile() error {
 		return err
 	}
 	final := strings.TrimSuffix(path, openSuffix)
-	if err := WriteIndex(IndexPath(final), w.entries); err != nil {
+	if err := writeIndexLines(IndexPath(final), filepath.Base(final), w.index); err != nil {
 		return err
 	}
 	if err := os.Rename(path, final); err != nil {
 		return err
 	}
-	w.entries = nil
+	w.index = nil
 	return syncDir(w.opts.Dir)
 }
 
@@ -421,18 +425,18 @@ func (w *Writer) Path() string {
 // After a write failure the file keeps its .open suffix, and the next NewWriter
 // repairs it.
 func (w *Writer) Close() error {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
+	// Exchanges already queued are written; later ones are refused.
+	w.inMu.Lock()
+	if w.stopped {
+		w.inMu.Unlock()
 		return nil
 	}
-	w.closed = true
-	w.mu.Unlock()
-	if w.stopSync != nil {
-		close(w.stopSync)
-		<-w.syncDone
-	}
+	w.stopped = true
+	close(w.in)
+	w.inMu.Unlock()
+	<-w.loopDone
 	w.mu.Lock()
+	w.closed = true
 	defer w.mu.Unlock()
 	if w.f == nil {
 		return nil
@@ -446,25 +450,4 @@ func (w *Writer) Close() error {
 		return fmt.Errorf("closing WARC file %s: %w", w.path, err)
 	}
 	return nil
-}
-
-func (w *Writer) syncLoop(every time.Duration) {
-	defer close(w.syncDone)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.stopSync:
-			return
-		case <-t.C:
-		}
-		w.mu.Lock()
-		if w.dirty && w.f != nil && w.failed == nil {
-			w.dirty = false
-			if err := w.f.Sync(); err != nil {
-				_ = w.fail(err)
-			}
-		}
-		w.mu.Unlock()
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -184,6 +185,7 @@ func TestDedup(t *testing.T) {
 		exchange("https://example.com/b", 200, "same"),
 		exchange("https://example.com/a", 200, "changed"),
 	}
+	exs[0].Date = t0.Add(1500 * time.Microsecond) // the date the revisits refer to
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.mode), func(t *testing.T) {
 			dir := t.TempDir()
@@ -201,7 +203,7 @@ func TestDedup(t *testing.T) {
 					continue
 				}
 				if r.get("WARC-Profile") != ProfileIdenticalPayload || r.get("WARC-Refers-To-Target-URI") != "https://example.com/a" ||
-					r.get("WARC-Refers-To-Date") == "" || r.get("WARC-Payload-Digest") != Digest([]byte("same")) {
+					r.get("WARC-Refers-To-Date") != FormatDate(exs[0].Date) || r.get("WARC-Payload-Digest") != Digest([]byte("same")) {
 					t.Errorf("revisit fields %v", r.fields)
 				}
 				if bytes.Contains(r.block, []byte("same")) {
@@ -444,9 +446,8 @@ func (f countingFile) Write(p []byte) (int, error) {
 	return f.File.Write(p)
 }
 
-// TestGroupCommit: exchanges queued while another goroutine held the file
-// are written by the next writer, with its own, in one write; rotation
-// inside a batch splits it where the file fills.
+// TestGroupCommit: a batch of exchanges goes to the file in one write;
+// rotation inside a batch splits it where the file fills.
 func TestGroupCommit(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -464,30 +465,128 @@ func TestGroupCommit(t *testing.T) {
 				f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 				return countingFile{f, &writes}, err
 			}})
-			var queued []*pending
-			for i := range 2 {
+			var batch []*pending
+			for i := range 3 {
 				p, _, err := w.prepare(exchange(fmt.Sprintf("https://example.com/q%d", i), 200, strings.Repeat("q", 1000)))
 				if err != nil {
 					t.Fatal(err)
 				}
-				queued = append(queued, p)
+				batch = append(batch, p)
 			}
-			w.queue = queued // as if their goroutines waited for the file
-			write(t, w, exchange("https://example.com/last", 200, strings.Repeat("l", 1000)))
-			for i, p := range queued {
+			w.mu.Lock()
+			w.writeBatch(batch) // as the committer does
+			w.mu.Unlock()
+			for i, p := range batch {
 				if !p.done || p.err != nil {
-					t.Errorf("queued exchange %d: done %v, error %v", i, p.done, p.err)
+					t.Errorf("exchange %d of the batch: done %v, error %v", i, p.done, p.err)
 				}
 			}
+			w.Close()
 			if writes != tc.writes {
 				t.Errorf("%d writes, want %d", writes, tc.writes)
 			}
-			w.Close()
 			if fs := files(t, dir); len(fs) != tc.files {
 				t.Errorf("%d files, want %d", len(fs), tc.files)
 			}
 			checkIndexes(t, dir)
 		})
+	}
+}
+
+// gateFile blocks its second write (the first exchange's, after the
+// warcinfo record): it signals entered, then waits until gate is closed.
+type gateFile struct {
+	*os.File
+	writes        *int
+	entered, gate chan struct{}
+}
+
+func (f gateFile) Write(p []byte) (int, error) {
+	if *f.writes++; *f.writes == 2 {
+		f.entered <- struct{}{}
+		<-f.gate
+	}
+	return f.File.Write(p)
+}
+
+// TestCommitterBatches: the exchanges queued while the committer writes
+// are written together, in its next write, and each Write returns once
+// its own is in the file.
+func TestCommitterBatches(t *testing.T) {
+	dir := t.TempDir()
+	writes, entered, gate := 0, make(chan struct{}, 1), make(chan struct{})
+	w := newTestWriter(t, dir, Options{Create: func(path string) (File, error) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		return gateFile{f, &writes, entered, gate}, err
+	}})
+	const queued = 5
+	errs := make(chan error, queued+1)
+	send := func(i int) {
+		_, err := w.Write(exchange(fmt.Sprintf("https://example.com/%d", i), 200, "page"))
+		errs <- err
+	}
+	go send(0)
+	<-entered // the committer is writing the first exchange
+	for i := 1; i <= queued; i++ {
+		go send(i)
+	}
+	for len(w.in) < queued {
+		runtime.Gosched()
+	}
+	close(gate)
+	for range queued + 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// warcinfo, the first exchange, then the five queued in one write.
+	if writes != 3 {
+		t.Errorf("%d writes, want 3", writes)
+	}
+	recs := specRead(t, files(t, dir)[0])
+	if len(recs) != 1+2*(queued+1) {
+		t.Errorf("%d records, want %d", len(recs), 1+2*(queued+1))
+	}
+	checkIndexes(t, dir)
+}
+
+// TestCommitPlainPending: a pending made without getPending (no wake
+// channel of its own) is committed too.
+func TestCommitPlainPending(t *testing.T) {
+	dir := t.TempDir()
+	w := newTestWriter(t, dir, Options{})
+	p, _, err := w.prepare(exchange("https://example.com/", 200, "page"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := &pending{data: p.data, reqLen: p.reqLen, entry: p.entry}
+	if err := w.commit(plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := specRead(t, files(t, dir)[0]); len(recs) != 3 {
+		t.Errorf("%d records, want warcinfo, request and response", len(recs))
+	}
+}
+
+// TestWriteAfterClose: a Write after Close is refused, and a second Close
+// does nothing.
+func TestWriteAfterClose(t *testing.T) {
+	w := newTestWriter(t, t.TempDir(), Options{})
+	write(t, w, exchange("https://example.com/", 200, "page"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(exchange("https://example.com/late", 200, "page")); !errors.Is(err, errClosed) {
+		t.Errorf("Write after Close: %v, want %v", err, errClosed)
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
 	}
 }
 
