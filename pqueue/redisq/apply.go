@@ -19,10 +19,11 @@ type batch struct {
 	acks   []ack
 	nacks  []pqueue.ID
 	stats  []statDelta
+	wires  []pqueue.ID // reservations whose request reached its connection
 }
 
 func (b *batch) empty() bool {
-	return len(b.inits)+len(b.pushes)+len(b.acks)+len(b.nacks)+len(b.stats) == 0
+	return len(b.inits)+len(b.pushes)+len(b.acks)+len(b.nacks)+len(b.stats)+len(b.wires) == 0
 }
 
 // gateInit creates the gate of a scope seen for the first time.
@@ -77,8 +78,11 @@ func (d Dedupe) args() (string, uint64, int) {
 // applyArgs returns the ARGV of an apply call for b on shard k.
 func applyArgs(k int, d Dedupe, b *batch) []any {
 	mode, bits, hashes := d.args()
-	args := make([]any, 0, 9+2*len(b.inits)+3*len(b.pushes)+3*len(b.acks)+len(b.nacks)+2*len(b.stats))
-	args = append(args, k, mode, bits, hashes, len(b.inits), len(b.pushes), len(b.acks), len(b.nacks), len(b.stats))
+	args := make([]any, 0, 10+len(b.wires)+2*len(b.inits)+3*len(b.pushes)+3*len(b.acks)+len(b.nacks)+2*len(b.stats))
+	args = append(args, k, mode, bits, hashes, len(b.inits), len(b.pushes), len(b.acks), len(b.nacks), len(b.stats), len(b.wires))
+	for _, id := range b.wires {
+		args = append(args, idBytes(id))
+	}
 	for _, in := range b.inits {
 		args = append(args, in.scope, in.params)
 	}

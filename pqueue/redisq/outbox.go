@@ -30,6 +30,7 @@ const (
 	opPush opKind = iota
 	opAck
 	opNack
+	opWire
 )
 
 type op struct {
@@ -204,7 +205,7 @@ func (f *Frontier) flush(ctx context.Context, ops []*op) ([]*op, int, error) {
 	var carry []*op
 	pushedTo := map[int]bool{}
 	for _, x := range ops {
-		if x.kind != opPush && f.l.shards > 1 && pushedElsewhere(pushedTo, x.shard) {
+		if x.kind != opPush && x.kind != opWire && f.l.shards > 1 && pushedElsewhere(pushedTo, x.shard) {
 			carry = append(carry, x) // its children may be in those pushes: next flush
 			continue
 		}
@@ -222,6 +223,8 @@ func (f *Frontier) flush(ctx context.Context, ops []*op) ([]*op, int, error) {
 			b.acks = append(b.acks, x.ack)
 		case opNack:
 			b.nacks = append(b.nacks, x.ack.id)
+		case opWire:
+			b.wires = append(b.wires, x.ack.id)
 		}
 		members[x.shard] = append(members[x.shard], x)
 	}

@@ -27,7 +27,10 @@ type Throttling struct {
 	rnd *rand.Rand
 }
 
-var _ throttling.Shared = (*Throttling)(nil)
+var (
+	_ throttling.Shared      = (*Throttling)(nil)
+	_ throttling.SharedWirer = (*Throttling)(nil)
+)
 
 // NewThrottling returns the shared throttling store of s's job.
 func NewThrottling(s *Store) *Throttling {
@@ -149,6 +152,25 @@ func (t *Throttling) Release(ctx context.Context, sentAt time.Time, classes []th
 		f.out.add(&op{kind: opAck, shard: shardOfID(l.id), ack: ack{id: l.id, classes: letters, latency: ms}})
 	}
 	return nil
+}
+
+// Wired implements throttling.SharedWirer: the request sent at sentAt
+// reached its connection. The mark goes to the outbox, which sends it at
+// once (or with the flush under way); the apply script moves the send
+// time of each scope where the request is still the last send to
+// Redis's now, so the next request of any worker waits the delay after
+// the request reached the server, not after its admission. No round
+// trip of its own under load: it shares the flush with acknowledgements.
+func (t *Throttling) Wired(sentAt time.Time) {
+	f, err := t.frontier()
+	if err != nil {
+		return
+	}
+	l := f.leases.bySentAt(sentAt)
+	if l == nil {
+		return
+	}
+	f.out.add(&op{kind: opWire, shard: shardOfID(l.id), ack: ack{id: l.id}})
 }
 
 // Update implements throttling.Shared: pread, fn, pwrite; again on a
