@@ -62,7 +62,9 @@ func (t *Throttling) Offset() time.Duration {
 }
 
 // Admit implements throttling.Shared with one script call (more when a
-// gate must be refreshed first). While Redis does not answer it asks the
+// gate must be refreshed first). Under throttling.WithTurnOf naming a
+// request this worker holds, the request takes that one's turn in each
+// scope where it made the last send (see WithTurnOf). While Redis does not answer it asks the
 // caller to wait and try again; once the frontier gave up on Redis it
 // returns the error.
 func (t *Throttling) Admit(ctx context.Context, scopes throttling.Scopes, noSlot bool) (time.Time, time.Duration, error) {
@@ -84,12 +86,20 @@ func (t *Throttling) Admit(ctx context.Context, scopes throttling.Scopes, noSlot
 	if noSlot {
 		ns = "1"
 	}
+	turn := ""
+	if at := throttling.TurnOf(ctx); !at.IsZero() {
+		// robots.txt fetched for a request of this worker that has not
+		// reached the server: it goes in that request's turn.
+		if tl := f.leases.bySentAt(at); tl != nil {
+			turn = idBytes(tl.id)
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		t.mu.Lock()
 		u := t.rnd.Float64()
 		t.mu.Unlock()
 		t0 := f.clk.Now()
-		v, err := scriptAdmit.run(ctx, t.s.c, l, k, k, t.s.owner, t.s.lease.Milliseconds(), u, rate, burst, ns, body).Slice()
+		v, err := scriptAdmit.run(ctx, t.s.c, l, k, k, t.s.owner, t.s.lease.Milliseconds(), u, rate, burst, ns, body, turn).Slice()
 		if err != nil {
 			if !isUnavailable(err) {
 				return time.Time{}, 0, err
