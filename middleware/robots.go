@@ -212,7 +212,9 @@ func NewRobotsTxt(c *spider.Crawler) (*RobotsTxt, error) {
 	if v, ok := c.Throttler.(ScopeViewer); ok {
 		m.views = v
 	}
-	if s, ok := c.Throttler.(interface{ SharedRobots() throttling.SharedRobots }); ok {
+	if s, ok := c.Throttler.(interface {
+		SharedRobots() throttling.SharedRobots
+	}); ok {
 		m.share = s.SharedRobots()
 	}
 	if c, ok := c.Throttler.(interface{ Now() time.Time }); ok {
