@@ -165,12 +165,12 @@ func (t *Throttling) Release(ctx context.Context, sentAt time.Time, classes []th
 }
 
 // Wired implements throttling.SharedWirer: the request sent at sentAt
-// reached its connection. The mark goes to the outbox, which sends it at
-// once (or with the flush under way); the apply script moves the send
-// time of each scope where the request is still the last send to
-// Redis's now, so the next request of any worker waits the delay after
-// the request reached the server, not after its admission. No round
-// trip of its own under load: it shares the flush with acknowledgements.
+// reached its connection now. The mark goes to the outbox with its
+// acknowledgements and pushes (no round trip of its own); the apply
+// script moves the send time of each scope where the request is still
+// the last send to Redis's now minus the time the mark waited here, so
+// the next request of any worker waits the delay after the request
+// reached the server, not after its admission.
 func (t *Throttling) Wired(sentAt time.Time) {
 	f, err := t.frontier()
 	if err != nil {
@@ -180,7 +180,7 @@ func (t *Throttling) Wired(sentAt time.Time) {
 	if l == nil {
 		return
 	}
-	f.out.add(&op{kind: opWire, shard: shardOfID(l.id), ack: ack{id: l.id}})
+	f.out.add(&op{kind: opWire, shard: shardOfID(l.id), ack: ack{id: l.id}, at: f.clk.Now()})
 }
 
 // Update implements throttling.Shared: pread, fn, pwrite; again on a

@@ -373,13 +373,14 @@ local function unreserve(id8)
 end
 
 -- wired is Gate.RecordWired for reservation id8, whose request reached
--- its connection (the worker saw it written; this call comes after):
--- in each of its scopes where it is still the last send, the delay to
--- the next send counts from now, with the same jitter factor, and its
--- turn can no longer be given back. now is this call's time, never
--- earlier than the write, so the next send waits at least the delay after
--- the request reached the server, whatever the worker's clock says.
-local function wired(id8, now)
+-- its connection age ms before the worker built this call: in each of
+-- its scopes where it is still the last send, the delay to the next send
+-- counts from now - age, with the same jitter factor, and its turn can no
+-- longer be given back. The call runs after it was built, so now - age is
+-- never earlier than the write: the next send waits at least the delay
+-- after the request reached the server. Only the worker's clock's rate
+-- matters (age is a duration), not its offset from Redis's.
+local function wired(id8, now, age)
   local v = redis.call('HGET', P .. 'r', id8)
   if not v then return end
   local n = string.byte(v, 2)
@@ -388,7 +389,8 @@ local function wired(id8, now)
     local k = gkey(s)
     local g = redis.call('HMGET', k, 'lr', 'ls')
     if g[1] == id8 then
-      if now > (tonumber(g[2]) or 0) then redis.call('HSET', k, 'ls', num(now)) end
+      local at = now - math.max(0, age)
+      if at > (tonumber(g[2]) or 0) then redis.call('HSET', k, 'ls', num(at)) end
       redis.call('HSET', k, 'lr', '')
     end
   end
