@@ -29,7 +29,7 @@ const robotsSharePoll = 50 * time.Millisecond
 // claimed the fetch, or the store cannot be asked). While another worker
 // fetches it, it waits.
 func (m *RobotsTxt) fromShare(ctx context.Context, e *robotsEntry, from *spider.Request) bool {
-	for {
+	for waited := false; ; waited = true {
 		status, body, found, claimed, err := m.share.RobotsTxt(ctx, e.origin)
 		switch {
 		case err != nil:
@@ -38,6 +38,12 @@ func (m *RobotsTxt) fromShare(ctx context.Context, e *robotsEntry, from *spider.
 		case found:
 			m.stat("robotstxt/shared")
 			m.learnShared(e, from, status, body)
+			if waited && m.views != nil && m.views.View(from.Host()).Delay > 0 {
+				// The requests that waited for it were admitted before
+				// it came: another worker's next request of the host may
+				// have gone meanwhile. They go back through the gate.
+				e.spaced = true
+			}
 			return true
 		case claimed:
 			return false
@@ -52,11 +58,11 @@ func (m *RobotsTxt) fromShare(ctx context.Context, e *robotsEntry, from *spider.
 	}
 }
 
-// learnShared fills e from an answer another worker fetched. The requests
-// that waited for it are not sent back through the scheduler for the
-// host's delay (no fetch of this worker took their turn: the gate admitted
-// them after the other worker's robots.txt); a Crawl-delay still sends
-// back those admitted before it was applied here.
+// learnShared fills e from an answer another worker fetched, read at
+// once: the request that asked was admitted after that robots.txt (no
+// fetch of this worker took its turn) and goes on; a Crawl-delay still
+// sends back those admitted before it was applied here. (Requests that
+// had to wait for the other worker's fetch are sent back: fromShare.)
 func (m *RobotsTxt) learnShared(e *robotsEntry, from *spider.Request, status int, body []byte) {
 	now := m.now()
 	e.expires = now.Add(RobotsTxtCacheTTL)
