@@ -29,7 +29,8 @@ for j, s in ipairs(names) do
       gt = {}
       for f, x in pairs(gates[j]) do gt[f] = x end
       gt.ls, gt.jf = tonumber(v[2]) or 0, tonumber(v[3]) or 1
-      if quota_open(gt, now) and gt.ws > 0 then gt.qu = math.max(0, gt.qu - amounts[j]) end
+      -- its quota amount, counted in the current window, is this one's
+      if gt.q > 0 and gt.ws > 0 and gates[j].ls >= gt.ws then gt.qu = math.max(0, gt.qu - amounts[j]) end
     end
   end
   local w = can_send(gt, now, amounts[j], noSlot)
