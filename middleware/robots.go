@@ -127,6 +127,7 @@ type RobotsTxt struct {
 	rl        RateLimitReader
 	ramp      StartRamper
 	views     ScopeViewer
+	share     throttling.SharedRobots // the job's answers, in a distributed crawl
 	now       func() time.Time
 	fetchFunc func(ctx context.Context, req *spider.Request) (*spider.Response, error)
 
@@ -210,6 +211,11 @@ func NewRobotsTxt(c *spider.Crawler) (*RobotsTxt, error) {
 	}
 	if v, ok := c.Throttler.(ScopeViewer); ok {
 		m.views = v
+	}
+	if s, ok := c.Throttler.(interface {
+		SharedRobots() throttling.SharedRobots
+	}); ok {
+		m.share = s.SharedRobots()
 	}
 	if c, ok := c.Throttler.(interface{ Now() time.Time }); ok {
 		m.now = c.Now // the crawl's clock, the time base of admissions
@@ -385,6 +391,9 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 	// never rendered, whatever RENDER_JS says (the meta key of package
 	// render).
 	req := &spider.Request{URL: &u, Meta: spider.Meta{MetaDontObeyRobotsTxt: true, MetaDontRetry: true, "render": false}, DontFilter: true}
+	if m.share != nil && m.fromShare(ctx, e, from) {
+		return // another worker of the job fetched it
+	}
 	m.stat("robotstxt/request_count")
 	fctx := throttling.WithoutSlot(ctx)
 	if at, ok := throttling.SentAtFrom(ctx); ok && (m.ramp == nil || !m.ramp.StartRamps(from.Host())) {
@@ -397,6 +406,9 @@ func (m *RobotsTxt) fetch(ctx context.Context, e *robotsEntry, from *spider.Requ
 		fctx = throttling.WithTurnOf(fctx, at)
 	}
 	res, err := m.fetchFunc(fctx, req)
+	if m.share != nil {
+		m.toShare(ctx, e.origin, res, err)
+	}
 	now := m.now()
 	log := m.c.Log.With().Str("url", u.String()).Logger()
 	switch {

@@ -304,3 +304,29 @@ func (t *Throttler) setRobotsDelayShared(scope string, d time.Duration) {
 		t.log.Error().Err(err).Str("scope", scope).Msg("throttling: the robots.txt Crawl-delay could not be written to the shared store")
 	}
 }
+
+// SharedRobots is an optional Shared method set: the robots.txt answers of
+// a distributed crawl, kept once for every worker (middleware.RobotsTxt
+// uses it through Throttler.SharedRobots), so that each origin's
+// robots.txt is fetched by one worker.
+type SharedRobots interface {
+	// RobotsTxt returns the answer stored for origin (found), or claims
+	// its fetch for this worker when none is stored and no other worker
+	// claimed it (claimed: fetch it, then StoreRobotsTxt or
+	// ReleaseRobotsTxt); neither while another worker fetches it.
+	RobotsTxt(ctx context.Context, origin string) (status int, body []byte, found, claimed bool, err error)
+	// StoreRobotsTxt keeps origin's answer for ttl and ends the claim.
+	StoreRobotsTxt(ctx context.Context, origin string, status int, body []byte, ttl time.Duration) error
+	// ReleaseRobotsTxt gives this worker's claim up without an answer (a
+	// failed fetch): the next worker that asks claims it.
+	ReleaseRobotsTxt(ctx context.Context, origin string)
+}
+
+// SharedRobots returns the shared store's robots.txt answers, or nil when
+// the crawl is not distributed or its store keeps none.
+func (t *Throttler) SharedRobots() SharedRobots {
+	if r, ok := t.shared.(SharedRobots); ok {
+		return r
+	}
+	return nil
+}

@@ -44,6 +44,11 @@ func turnOf(ctx context.Context) time.Time {
 	return t
 }
 
+// TurnOf returns the send time whose turn a request admitted under ctx
+// takes (WithTurnOf), zero without one. A Shared store reads it in Admit:
+// the request it admits takes that send's turn in the shared gates.
+func TurnOf(ctx context.Context) time.Time { return turnOf(ctx) }
+
 // TurnTaker is an optional ScopeManager method pair: admitting a request
 // in the turn of an earlier one that has not reached the server (see
 // WithTurnOf). The default ThrottlingScopeManager implements it.

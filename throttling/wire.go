@@ -46,11 +46,18 @@ func (m *ThrottlingScopeManager) RecordWired(now, sentAt time.Time) {
 // written to its connection now (the throttler's clock): in each scope
 // where it is still the last send, the delay to the next request counts
 // from now (see WireRecorder). The engine calls it from the downloader's
-// report (downloader.WithWire). Scopes whose state was evicted meanwhile,
-// and the scopes of a distributed crawl (Options.Shared), whose send times
-// live in the shared store, are left as they are.
+// report (downloader.WithWire). Scopes whose state was evicted meanwhile
+// are left as they are. In a distributed crawl (Options.Shared) the send
+// times live in the shared store: a Shared that implements SharedWirer
+// is told, and moves them there.
 func (t *Throttler) Wired(scopes Scopes, sentAt time.Time) {
-	if t.shared != nil || sentAt.IsZero() {
+	if sentAt.IsZero() {
+		return
+	}
+	if t.shared != nil {
+		if w, ok := t.shared.(SharedWirer); ok {
+			w.Wired(sentAt)
+		}
 		return
 	}
 	now := t.clock.Now()
@@ -63,4 +70,18 @@ func (t *Throttler) Wired(scopes Scopes, sentAt time.Time) {
 		}
 	}
 	t.mu.Unlock()
+}
+
+// SharedWirer is an optional Shared method: the request whose send time
+// is sentAt (as Admit or the shared frontier gave it) was just written to
+// its connection. In each of its scopes where it is still the last send,
+// the store moves that send to the moment it learns of the write (never
+// earlier than the write, whatever the workers' clocks say), so that the
+// next request of any worker waits the delay after the server saw this
+// one; and the request can no longer give its turn back. Without it a
+// worker whose request waits between its admission and the wire (a dial,
+// a busy machine) lets another worker's next request reach the server
+// less than the delay after it.
+type SharedWirer interface {
+	Wired(sentAt time.Time)
 }

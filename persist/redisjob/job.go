@@ -331,7 +331,8 @@ func (j *Job) Storage(c *spider.Crawler) (*scheduler.Storage, error) {
 	}
 	f, err := redisq.NewFrontier(redisq.FrontierOptions{Store: j.store, Gates: gates, Throttling: j.thr, Log: c.Log, Stats: c.Stats,
 		StartRate: j.set.Float("MAX_STARTS_PER_SECOND"), StartBurst: j.set.Int("MAX_STARTS_BURST"),
-		PollInterval: j.set.Seconds("REDIS_POLL_INTERVAL"), UnavailableTimeout: j.set.Seconds("REDIS_UNAVAILABLE_TIMEOUT")})
+		PollInterval: j.set.Seconds("REDIS_POLL_INTERVAL"), UnavailableTimeout: j.set.Seconds("REDIS_UNAVAILABLE_TIMEOUT"),
+		PopInterval: j.set.Seconds("REDIS_POP_INTERVAL"), FlushInterval: j.set.Seconds("REDIS_FLUSH_INTERVAL")})
 	if err != nil {
 		return nil, err
 	}

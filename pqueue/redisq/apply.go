@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -19,10 +20,18 @@ type batch struct {
 	acks   []ack
 	nacks  []pqueue.ID
 	stats  []statDelta
+	wires  []wire // reservations whose request reached its connection
+}
+
+// wire marks the moment a reservation's request reached its connection
+// (local clock; sent as its age when the call is built).
+type wire struct {
+	id pqueue.ID
+	at time.Time
 }
 
 func (b *batch) empty() bool {
-	return len(b.inits)+len(b.pushes)+len(b.acks)+len(b.nacks)+len(b.stats) == 0
+	return len(b.inits)+len(b.pushes)+len(b.acks)+len(b.nacks)+len(b.stats)+len(b.wires) == 0
 }
 
 // gateInit creates the gate of a scope seen for the first time.
@@ -55,6 +64,7 @@ type applyResult struct {
 	ids     []pqueue.ID // per push: the new ID, 0 for a duplicate
 	unknown int         // acks and nacks of IDs not reserved (lease lost)
 	woke    int
+	ready   int // groups in the ready set after the call
 	counts  Counts
 }
 
@@ -75,10 +85,13 @@ func (d Dedupe) args() (string, uint64, int) {
 }
 
 // applyArgs returns the ARGV of an apply call for b on shard k.
-func applyArgs(k int, d Dedupe, b *batch) []any {
+func applyArgs(k int, d Dedupe, b *batch, now time.Time) []any {
 	mode, bits, hashes := d.args()
-	args := make([]any, 0, 9+2*len(b.inits)+3*len(b.pushes)+3*len(b.acks)+len(b.nacks)+2*len(b.stats))
-	args = append(args, k, mode, bits, hashes, len(b.inits), len(b.pushes), len(b.acks), len(b.nacks), len(b.stats))
+	args := make([]any, 0, 10+2*len(b.wires)+2*len(b.inits)+3*len(b.pushes)+3*len(b.acks)+len(b.nacks)+2*len(b.stats))
+	args = append(args, k, mode, bits, hashes, len(b.inits), len(b.pushes), len(b.acks), len(b.nacks), len(b.stats), len(b.wires))
+	for _, w := range b.wires {
+		args = append(args, idBytes(w.id), strconv.FormatFloat(max(0, float64(now.Sub(w.at))/float64(time.Millisecond)), 'f', 3, 64))
+	}
 	for _, in := range b.inits {
 		args = append(args, in.scope, in.params)
 	}
@@ -118,12 +131,16 @@ func parseApply(v any) (applyResult, error) {
 	if c, ok := arr[3].([]any); ok {
 		r.counts.add(c)
 	}
+	if len(arr) > 4 {
+		n, _ := arr[4].(int64)
+		r.ready = int(n)
+	}
 	return r, nil
 }
 
 // apply runs one apply call on shard k.
 func (s *Store) apply(ctx context.Context, k int, b batch) (applyResult, error) {
-	v, err := scriptApply.run(ctx, s.c, s.l, k, applyArgs(k, s.dedupe, &b)...).Result()
+	v, err := scriptApply.run(ctx, s.c, s.l, k, applyArgs(k, s.dedupe, &b, time.Now())...).Result()
 	if err != nil {
 		return applyResult{}, err
 	}

@@ -49,6 +49,19 @@ type FrontierOptions struct {
 	// UnavailableTimeout is how long Redis may stay unreachable before
 	// Pop fails (the crawl then stops with exit status 1); default 60 s.
 	UnavailableTimeout time.Duration
+	// PopInterval, when positive, is how long a worker that took
+	// everything ready in a shard waits before popping from it again
+	// (drawn between half and 1.5 times it, so that workers do not ask
+	// together): what becomes ready meanwhile leaves together in the next
+	// pop, whatever woke the worker. 0 pops whenever a slot is free and
+	// something may be ready. Each request may leave up to this much after
+	// its scopes allow it; never earlier.
+	PopInterval time.Duration
+	// FlushInterval, when positive, is the shortest time between two
+	// flushes of the outbox (acknowledgements, pushes, wire marks): what
+	// accumulates meanwhile goes in one call. 0 flushes as soon as the
+	// previous flush returned.
+	FlushInterval time.Duration
 }
 
 // Frontier is the crawl frontier of a job shared by worker processes: a
@@ -82,6 +95,7 @@ type Frontier struct {
 
 	mu       sync.Mutex
 	hints    []time.Time // per shard: when it is worth popping from it again
+	nextPop  []time.Time // per shard: not before (PopInterval after it was emptied)
 	gens     []uint64    // per shard: wake-ups so far
 	counts   []Counts    // per shard: as of its last script reply
 	rr       int         // next shard to try first
@@ -128,7 +142,7 @@ func NewFrontier(o FrontierOptions) (*Frontier, error) {
 	n := o.Store.l.shards
 	f := &Frontier{store: o.Store, c: o.Store.c, l: o.Store.l, gates: o.Gates, clk: o.Clock, log: o.Log, o: o,
 		out: newOutbox(), leases: newLeases(), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
-		hints: make([]time.Time, n), gens: make([]uint64, n), counts: make([]Counts, n), known: map[string]struct{}{},
+		hints: make([]time.Time, n), nextPop: make([]time.Time, n), gens: make([]uint64, n), counts: make([]Counts, n), known: map[string]struct{}{},
 		changed: make(chan struct{}, 1), flushDone: make(chan struct{})}
 	f.onPushed = func(*spider.Request, bool) {}
 	if o.Throttling != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocrawl/gocrawl/pqueue"
@@ -30,6 +31,7 @@ const (
 	opPush opKind = iota
 	opAck
 	opNack
+	opWire
 )
 
 type op struct {
@@ -39,6 +41,7 @@ type op struct {
 	inits []gateInit
 	push  push
 	ack   ack
+	at    time.Time // opWire: when the request reached its connection (local clock)
 }
 
 type outbox struct {
@@ -50,10 +53,14 @@ type outbox struct {
 	busy    bool   // a flush is running
 	pushes  int    // pushes not yet applied
 	signal  chan struct{}
+	// hurry cuts the FlushInterval wait short (Flush, Close); urgent
+	// stays set while someone waits for a flush.
+	hurry  chan struct{}
+	urgent atomic.Int32
 }
 
 func newOutbox() *outbox {
-	o := &outbox{signal: make(chan struct{}, 1)}
+	o := &outbox{signal: make(chan struct{}, 1), hurry: make(chan struct{}, 1)}
 	o.cond = sync.NewCond(&o.mu)
 	return o
 }
@@ -114,6 +121,12 @@ func (o *outbox) empty() bool {
 // waitFlushed waits until every op added before the call is applied, or
 // ctx ends.
 func (o *outbox) waitFlushed(ctx context.Context) error {
+	o.urgent.Add(1)
+	defer o.urgent.Add(-1)
+	select {
+	case o.hurry <- struct{}{}:
+	default:
+	}
 	o.mu.Lock()
 	target := o.seq
 	o.mu.Unlock()
@@ -149,7 +162,20 @@ func (o *outbox) waitFlushed(ctx context.Context) error {
 func (f *Frontier) flushLoop(ctx context.Context) {
 	defer close(f.flushDone)
 	backoff := 50 * time.Millisecond
+	var last time.Time
 	for {
+		if iv := f.o.FlushInterval; iv > 0 && !last.IsZero() {
+			// Let what comes within FlushInterval of the last flush go
+			// with the next one (a Flush or Close does not wait).
+			if wait := iv - time.Since(last); wait > 0 && f.out.urgent.Load() == 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-f.out.hurry:
+				case <-time.After(wait):
+				}
+			}
+		}
 		ops := f.out.take()
 		if len(ops) == 0 {
 			select {
@@ -164,9 +190,13 @@ func (f *Frontier) flushLoop(ctx context.Context) {
 				continue
 			}
 		}
+		last = time.Now()
 		carry, applied, err := f.flush(ctx, ops)
 		f.out.finish(carry, applied)
 		if err == nil {
+			if f.Idle() {
+				f.Poke() // this worker holds nothing now: the job may be finished
+			}
 			backoff = 50 * time.Millisecond
 			if len(carry) > 0 || !f.out.empty() { // held back, or a backlog beyond maxFlush
 				f.out.kick()
@@ -204,7 +234,7 @@ func (f *Frontier) flush(ctx context.Context, ops []*op) ([]*op, int, error) {
 	var carry []*op
 	pushedTo := map[int]bool{}
 	for _, x := range ops {
-		if x.kind != opPush && f.l.shards > 1 && pushedElsewhere(pushedTo, x.shard) {
+		if x.kind != opPush && x.kind != opWire && f.l.shards > 1 && pushedElsewhere(pushedTo, x.shard) {
 			carry = append(carry, x) // its children may be in those pushes: next flush
 			continue
 		}
@@ -222,6 +252,8 @@ func (f *Frontier) flush(ctx context.Context, ops []*op) ([]*op, int, error) {
 			b.acks = append(b.acks, x.ack)
 		case opNack:
 			b.nacks = append(b.nacks, x.ack.id)
+		case opWire:
+			b.wires = append(b.wires, wire{id: x.ack.id, at: x.at})
 		}
 		members[x.shard] = append(members[x.shard], x)
 	}
@@ -236,7 +268,7 @@ func (f *Frontier) flush(ctx context.Context, ops []*op) ([]*op, int, error) {
 	calls := make([]*call, 0, len(batches))
 	shards := make([]int, 0, len(batches))
 	for k, b := range batches {
-		calls = append(calls, &call{s: scriptApply, k: k, args: applyArgs(k, f.store.dedupe, b)})
+		calls = append(calls, &call{s: scriptApply, k: k, args: applyArgs(k, f.store.dedupe, b, f.clk.Now())})
 		shards = append(shards, k)
 	}
 	err := runCalls(ctx, f.c, f.l, calls)
@@ -295,7 +327,11 @@ func (f *Frontier) applied(k int, b *batch, r applyResult) {
 			Msg("acknowledged requests whose lease had expired: another worker put them back and may fetch them again")
 	}
 	f.setCounts(k, r.counts)
-	if len(b.acks)+len(b.nacks) > 0 || r.woke > 0 {
-		f.wakeShard(k) // slots freed: a group of this shard may be ready now
+	if r.woke > 0 || r.ready > 0 && len(b.pushes)+len(b.nacks) > 0 {
+		// Groups parked on a freed slot were woken, or stored requests
+		// may have made a group ready: worth a pop. Acknowledgements
+		// alone make nothing ready that was not (a scope's slots matter
+		// only to the groups parked on it).
+		f.wakeShard(k)
 	}
 }

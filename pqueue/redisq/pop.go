@@ -44,7 +44,7 @@ func (f *Frontier) PopN(ctx context.Context, now time.Time, n int) ([]*pqueue.Po
 	for i := 0; i < shards && len(out) < n; i++ {
 		k := (start + i) % shards
 		f.mu.Lock()
-		skip := f.hints[k].After(now)
+		skip := f.hints[k].After(now) || f.nextPop[k].After(now)
 		f.mu.Unlock()
 		if skip {
 			continue
@@ -87,7 +87,10 @@ func (f *Frontier) wait(now time.Time) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w := f.o.PollInterval
-	for _, h := range f.hints {
+	for k, h := range f.hints {
+		if f.nextPop[k].After(h) {
+			h = f.nextPop[k]
+		}
 		if d := h.Sub(now); d < w {
 			w = d
 		}
@@ -174,6 +177,12 @@ func (f *Frontier) setHint(k int, gen uint64, now time.Time, r popReply) {
 	f.mu.Lock()
 	if f.gens[k] == gen || at.IsZero() {
 		f.hints[k] = at
+	}
+	if f.o.PopInterval > 0 && r.readyLeft == 0 && len(r.stale) == 0 && r.tokenWait == 0 {
+		// Everything ready was taken: what becomes ready from now on
+		// waits for the next pop, at least PopInterval (drawn between 0.5
+		// and 1.5 times it) from now, wake-ups included.
+		f.nextPop[k] = now.Add(time.Duration((0.5 + f.rnd.Float64()) * float64(f.o.PopInterval)))
 	}
 	f.mu.Unlock()
 }

@@ -36,6 +36,7 @@ var (
 	scriptSeen    = load("seen")
 	scriptForget  = load("forget")
 	scriptRelease = load("release")
+	scriptRobots  = load("robots")
 )
 
 func load(name string) script {
@@ -52,7 +53,7 @@ func load(name string) script {
 }
 
 var allScripts = []script{scriptApply, scriptPop, scriptAdmit, scriptRenew, scriptReserve, scriptPromote,
-	scriptReclaim, scriptCounts, scriptPRead, scriptPWrite, scriptSeen, scriptForget, scriptRelease}
+	scriptReclaim, scriptCounts, scriptPRead, scriptPWrite, scriptSeen, scriptForget, scriptRelease, scriptRobots}
 
 // ScriptName returns the name of the script whose SHA1 is sha ("pop",
 // "apply", ...), or "" for another. Round-trip accounting uses it to

@@ -27,7 +27,10 @@ type Throttling struct {
 	rnd *rand.Rand
 }
 
-var _ throttling.Shared = (*Throttling)(nil)
+var (
+	_ throttling.Shared      = (*Throttling)(nil)
+	_ throttling.SharedWirer = (*Throttling)(nil)
+)
 
 // NewThrottling returns the shared throttling store of s's job.
 func NewThrottling(s *Store) *Throttling {
@@ -59,7 +62,9 @@ func (t *Throttling) Offset() time.Duration {
 }
 
 // Admit implements throttling.Shared with one script call (more when a
-// gate must be refreshed first). While Redis does not answer it asks the
+// gate must be refreshed first). Under throttling.WithTurnOf naming a
+// request this worker holds, the request takes that one's turn in each
+// scope where it made the last send (see WithTurnOf). While Redis does not answer it asks the
 // caller to wait and try again; once the frontier gave up on Redis it
 // returns the error.
 func (t *Throttling) Admit(ctx context.Context, scopes throttling.Scopes, noSlot bool) (time.Time, time.Duration, error) {
@@ -81,12 +86,20 @@ func (t *Throttling) Admit(ctx context.Context, scopes throttling.Scopes, noSlot
 	if noSlot {
 		ns = "1"
 	}
+	turn := ""
+	if at := throttling.TurnOf(ctx); !at.IsZero() {
+		// robots.txt fetched for a request of this worker that has not
+		// reached the server: it goes in that request's turn.
+		if tl := f.leases.bySentAt(at); tl != nil {
+			turn = idBytes(tl.id)
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		t.mu.Lock()
 		u := t.rnd.Float64()
 		t.mu.Unlock()
 		t0 := f.clk.Now()
-		v, err := scriptAdmit.run(ctx, t.s.c, l, k, k, t.s.owner, t.s.lease.Milliseconds(), u, rate, burst, ns, body).Slice()
+		v, err := scriptAdmit.run(ctx, t.s.c, l, k, k, t.s.owner, t.s.lease.Milliseconds(), u, rate, burst, ns, body, turn).Slice()
 		if err != nil {
 			if !isUnavailable(err) {
 				return time.Time{}, 0, err
@@ -149,6 +162,25 @@ func (t *Throttling) Release(ctx context.Context, sentAt time.Time, classes []th
 		f.out.add(&op{kind: opAck, shard: shardOfID(l.id), ack: ack{id: l.id, classes: letters, latency: ms}})
 	}
 	return nil
+}
+
+// Wired implements throttling.SharedWirer: the request sent at sentAt
+// reached its connection now. The mark goes to the outbox with its
+// acknowledgements and pushes (no round trip of its own); the apply
+// script moves the send time of each scope where the request is still
+// the last send to Redis's now minus the time the mark waited here, so
+// the next request of any worker waits the delay after the request
+// reached the server, not after its admission.
+func (t *Throttling) Wired(sentAt time.Time) {
+	f, err := t.frontier()
+	if err != nil {
+		return
+	}
+	l := f.leases.bySentAt(sentAt)
+	if l == nil {
+		return
+	}
+	f.out.add(&op{kind: opWire, shard: shardOfID(l.id), ack: ack{id: l.id}, at: f.clk.Now()})
 }
 
 // Update implements throttling.Shared: pread, fn, pwrite; again on a

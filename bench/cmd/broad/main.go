@@ -14,6 +14,7 @@
 //	bench/broad.sh -scenario S4-broad-small -variant colly
 //	bench/broad.sh -scenario S4-broad-10k -nofile 1024
 //	bench/broad.sh -scenario S4-broad-small -workers 3
+//	bench/broad.sh -scenario S4-broad-small -workers 3 -only-workers
 //
 // With -workers N it crawls the scenario twice, each time on a fresh site:
 // by one process, then by N runner processes that are the workers of one
@@ -23,6 +24,8 @@
 // events of the server on client sockets (INFO stats
 // total_reads_processed), one per request it reads from a client, a
 // pipeline or a script call being one, as a single command is.
+// -only-workers skips the one-process crawl (the report then has no
+// comparison with it).
 package main
 
 import (
@@ -49,16 +52,17 @@ func main() {
 	timeout := flag.Duration("timeout", 600*time.Second, "stop the crawler after this long")
 	nofile := flag.Int("nofile", 0, "run the crawler under ulimit -n N (0: the limit in force)")
 	workers := flag.Int("workers", 0, "also crawl the same scenario with this many worker processes sharing one Redis (REDIS_URL; redis-server is started on a free loopback port), after the one-process crawl, and compare")
+	onlyWorkers := flag.Bool("only-workers", false, "with -workers: skip the one-process crawl (no comparison with it)")
 	out := flag.String("json", "", "append the report as a JSON line to this file")
 	runnerArgs := flag.String("runner-args", "", "more flags for the crawler (bench/cmd/runner), space-separated: \"-cpuprofile cpu.pprof -heapprofile heap.pprof -heapprofile-at 90000\"")
 	flag.Parse()
-	if err := run(*name, *variant, *bin, *timeout, *nofile, *workers, *out, strings.Fields(*runnerArgs)); err != nil {
+	if err := run(*name, *variant, *bin, *timeout, *nofile, *workers, *onlyWorkers, *out, strings.Fields(*runnerArgs)); err != nil {
 		fmt.Fprintln(os.Stderr, "broad:", err)
 		os.Exit(1)
 	}
 }
 
-func run(name, variant, bin string, timeout time.Duration, nofile, workers int, out string, extra []string) error {
+func run(name, variant, bin string, timeout time.Duration, nofile, workers int, onlyWorkers bool, out string, extra []string) error {
 	sc, err := scenario.Find(name)
 	if err != nil {
 		return err
@@ -82,12 +86,17 @@ func run(name, variant, bin string, timeout time.Duration, nofile, workers int, 
 		}
 		bin = filepath.Dir(exe)
 	}
-	r, err := crawl(sc, variant, bin, timeout, nofile, 1, nil, extra)
-	if err != nil {
-		return err
+	if onlyWorkers && workers == 0 {
+		return fmt.Errorf("-only-workers needs -workers N")
 	}
-	if err := emit(r, out); err != nil {
-		return err
+	var r Report
+	if !onlyWorkers {
+		if r, err = crawl(sc, variant, bin, timeout, nofile, 1, nil, extra); err != nil {
+			return err
+		}
+		if err := emit(r, out); err != nil {
+			return err
+		}
 	}
 	if workers == 0 {
 		return nil

@@ -54,6 +54,11 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 			return res, err
 		}
 	}
+	for _, kv := range extraSettings {
+		if err := set.SetOverride(kv); err != nil {
+			return res, err
+		}
+	}
 	if closeAfter > 0 {
 		if err := set.Set("CLOSESPIDER_TIMEOUT", closeAfter, settings.SourceCommandLine, "bench -close-after"); err != nil {
 			return res, err
@@ -200,6 +205,9 @@ var closeAfter float64
 
 // redisURL and redisJob are the -redis-url and -redis-job flags.
 var redisURL, redisJob string
+
+// extraSettings are the -set flags: NAME=VALUE, as -s of gocrawl run.
+var extraSettings []string
 
 // jobSyncDelay is the -jobdir-sync-delay flag.
 var jobSyncDelay time.Duration

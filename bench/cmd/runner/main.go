@@ -60,6 +60,10 @@ func main() {
 	flag.DurationVar(&jobSyncDelay, "jobdir-sync-delay", jobdir.DefaultSyncDelay, "jobdir.Options.SyncDelay of the JOBDIR variants (JOBDIR_SYNC_DELAY; default as gocrawl run; 0: sync right after writes)")
 	flag.StringVar(&redisURL, "redis-url", "", "gocrawl: join the distributed job of this Redis (REDIS_URL) as one of its workers")
 	flag.StringVar(&redisJob, "redis-job", "", "gocrawl with -redis-url: the job's name (JOB; default: the spider's)")
+	flag.Func("set", "gocrawl: one more setting, KEY=VALUE as `gocrawl run -s` takes it (repeatable)", func(kv string) error {
+		extraSettings = append(extraSettings, kv)
+		return nil
+	})
 	flag.Parse()
 	if *blockProfile != "" {
 		runtime.SetBlockProfileRate(int((100 * time.Microsecond).Nanoseconds())) // a sample per 100 µs blocked

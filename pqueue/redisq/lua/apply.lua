@@ -7,7 +7,9 @@
 --
 -- ARGV: the shard's number, mode (s = set, b = Bloom filter, - = no
 -- deduplication), Bloom bits, Bloom hashes, then counts nInit nPush nAck
--- nNack nStats, then the items:
+-- nNack nStats nWire, then the items:
+--   wire:  ID (8 bytes) of a reservation whose request reached its
+--          connection, ms since then (applied first: see wired in lib.lua)
 --   init:  scope, params          (set only if the scope has no gate yet)
 --   push:  fingerprint ('' = not filtered), not-before, body
 --          not-before: '' = none, '+MS' = MS after now, '@MS' = at MS (a
@@ -17,11 +19,17 @@
 --   nack:  ID
 --   stats: name, delta
 -- Returns {IDs given to the requests ('' for a duplicate), acks of unknown IDs,
--- groups woken, counts...}.
+-- groups woken, counts..., groups in the ready set}.
 local shard, mode, bits, hashes = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local nInit, nPush, nAck, nNack, nStats = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local i = 10
+local nWire = tonumber(ARGV[10])
+local i = 11
 local now = now_ms()
+
+for _ = 1, nWire do
+  wired(ARGV[i], now, tonumber(ARGV[i + 1]))
+  i = i + 2
+end
 
 for _ = 1, nInit do
   if redis.call('HEXISTS', gkey(ARGV[i]), 'd') == 0 then set_params(ARGV[i], ARGV[i + 1]) end
@@ -64,4 +72,4 @@ for _ = 1, nStats do
   i = i + 2
 end
 notify()
-return {stored, unknown, woke, counts()}
+return {stored, unknown, woke, counts(), redis.call('ZCARD', P .. 'ready')}

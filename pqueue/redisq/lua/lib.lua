@@ -372,6 +372,30 @@ local function unreserve(id8)
   return flags, owner, string.sub(v, 3 + n)
 end
 
+-- wired is Gate.RecordWired for reservation id8, whose request reached
+-- its connection age ms before the worker built this call: in each of
+-- its scopes where it is still the last send, the delay to the next send
+-- counts from now - age, with the same jitter factor, and its turn can no
+-- longer be given back. The call runs after it was built, so now - age is
+-- never earlier than the write: the next send waits at least the delay
+-- after the request reached the server. Only the worker's clock's rate
+-- matters (age is a duration), not its offset from Redis's.
+local function wired(id8, now, age)
+  local v = redis.call('HGET', P .. 'r', id8)
+  if not v then return end
+  local n = string.byte(v, 2)
+  local _, names = decode(string.sub(v, 3 + n))
+  for _, s in ipairs(names) do
+    local k = gkey(s)
+    local g = redis.call('HMGET', k, 'lr', 'ls')
+    if g[1] == id8 then
+      local at = now - math.max(0, age)
+      if at > (tonumber(g[2]) or 0) then redis.call('HSET', k, 'ls', num(at)) end
+      redis.call('HSET', k, 'lr', '')
+    end
+  end
+end
+
 -- release_slots frees the scope slots of reservation id8 if it still
 -- holds them (flag 1), counting the completion in each scope's gate:
 -- classes has one letter per scope of the entry, in its order ('o', 'r',

@@ -1,0 +1,54 @@
+package redisq_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gocrawl/gocrawl/throttling"
+)
+
+// robots.txt, fetched for a worker's first request of a host, takes that
+// request's turn in the shared gate as it does in memory
+// (throttling.WithTurnOf): it is admitted at once, the request gives its
+// send up (it is sent back through the queue), and every worker's next
+// request of the host waits the delay after robots.txt.
+func TestAdmitInTurnOfShared(t *testing.T) {
+	w := newWorld(t, 1, throttling.GateParams{}, nil)
+	set := map[string]any{"DOWNLOAD_DELAY": 2.0, "RANDOMIZE_DOWNLOAD_DELAY": false}
+	a, b := w.throttled(t, "a", set), w.throttled(t, "b", set)
+	a.push(t, urls("h.test", 3)...)
+	w.advance(time.Second) // past the scope's start ramp
+	seed, _ := pop(t, a.f, w.clk.Now().Add(time.Hour))
+	if seed == nil {
+		t.Fatal("first request not popped")
+	}
+	w.advance(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rctx := throttling.WithTurnOf(throttling.WithoutSlot(ctx), seed.SentAt)
+	at, err := a.thr.Admit(rctx, seed.Scopes)
+	if err != nil {
+		t.Fatalf("robots.txt not admitted in its request's turn: %v", err)
+	}
+	// The request robots.txt was fetched for goes back to the queue.
+	a.thr.NotSent(context.Background(), seed.Req, seed.Scopes, seed.SentAt)
+	if err := a.f.Nack(context.Background(), seed.ID); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, a.f)
+	robots := seed.Req.Clone()
+	a.thr.Done(context.Background(), robots, seed.Scopes, at, nil, nil)
+	flush(t, a.f)
+	w.advance(2*time.Second - time.Millisecond)
+	if q, _ := pop(t, b.f, w.clk.Now().Add(time.Hour)); q != nil {
+		t.Fatal("b sent inside the delay after robots.txt")
+	}
+	w.advance(time.Millisecond)
+	q, _ := pop(t, b.f, w.clk.Now().Add(time.Hour))
+	if q == nil {
+		t.Fatal("b did not send the delay after robots.txt")
+	}
+	b.respond(t, q, http.StatusOK, nil)
+}
