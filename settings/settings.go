@@ -61,6 +61,11 @@ type Def struct {
 	// Deprecated, when set, is logged when the setting is used, and says
 	// what to use instead.
 	Deprecated string
+	// Secret marks a setting whose whole value is a secret (a token, a
+	// webhook URL with its key in the path): wherever settings are shown,
+	// its value is Mask (see Redact). Settings whose names say so
+	// (PASSWORD, TOKEN, API_KEY, ...) are secret without it.
+	Secret bool
 }
 
 var (
