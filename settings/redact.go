@@ -2,6 +2,7 @@ package settings
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"regexp"
 	"slices"
@@ -152,4 +153,32 @@ func RedactArg(name, text string) string {
 		}
 	}
 	return RedactText(text)
+}
+
+// typeErrorText is the message of a value of setting name that its type
+// refuses: the type's reason and what was given, redacted: a secret
+// setting's value is not quoted at all (only its kind is named), other
+// values through RedactText.
+func typeErrorText(name string, d *Def, v any, err error) string {
+	if IsSecret(name) {
+		return fmt.Sprintf("the value is not a valid %s (not shown: the setting is a secret; got %s)", d.Type.Name(), kindOf(v))
+	}
+	return RedactText(fmt.Sprintf("%v (expected %s, got %s)", err, d.Type.Name(), describe(v)))
+}
+
+// kindOf names the kind of v without its content.
+func kindOf(v any) string {
+	switch normalize(v).(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	}
+	return "a number"
 }

@@ -122,3 +122,35 @@ func TestRedactArg(t *testing.T) {
 		}
 	}
 }
+
+// A value its type refuses is not quoted in the error when the setting is
+// a secret, and is redacted otherwise.
+func TestTypeErrorsRedacted(t *testing.T) {
+	tests := []struct {
+		name string
+		set  func(*settings.Settings) error
+	}{
+		{"MONITOR_WEBHOOK_URL", func(s *settings.Settings) error {
+			return s.SetOverride("MONITOR_WEBHOOK_URL=hooks.example/services/s3cret")
+		}},
+		{"SERVE_TOKEN", func(s *settings.Settings) error {
+			return s.Set("SERVE_TOKEN", []any{"s3cret"}, settings.SourceFile, "gocrawl.yaml:3")
+		}},
+		{"REDIS_URL", func(s *settings.Settings) error {
+			return s.Set("REDIS_URL", map[string]any{"url": "redis://:s3cret@127.0.0.1:6379/0"}, settings.SourceFile, "gocrawl.yaml:4")
+		}},
+	}
+	for _, tt := range tests {
+		err := tt.set(settings.New())
+		if err == nil {
+			t.Errorf("%s: no error", tt.name)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: the error shows the secret: %v", tt.name, err)
+		}
+		if !strings.Contains(err.Error(), tt.name) {
+			t.Errorf("%s: the error does not name the setting: %v", tt.name, err)
+		}
+	}
+}

@@ -158,8 +158,7 @@ func (s *Settings) Set(name string, v any, src Source, origin string) error {
 	}
 	nv, err := d.Type.Convert(v)
 	if err != nil {
-		return &Error{Kind: ErrType, Setting: name, Origin: origin,
-			Msg: fmt.Sprintf("%v (expected %s, got %s)", err, d.Type.Name(), describe(v))}
+		return &Error{Kind: ErrType, Setting: name, Origin: origin, Msg: typeErrorText(name, d, v, err)}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
