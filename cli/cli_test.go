@@ -135,6 +135,32 @@ func TestCommands(t *testing.T) {
 	}
 }
 
+// `gocrawl settings` shows secrets redacted, in the table, in --json and
+// alone, values and origins alike.
+func TestSettingsRedactsSecrets(t *testing.T) {
+	dir := t.TempDir()
+	secrets := []string{
+		"-s", "MONITOR_WEBHOOK_URL=https://hooks.example/services/s3cret",
+		"-s", "REDIS_URL=redis://:s3cret@127.0.0.1:6379/0",
+		"-s", "PROXY_LIST=[http://u:s3cret@proxy.example:8080]",
+		"-s", `FEEDS={"postgresql://crawl:s3cret@127.0.0.1/items": {}}`,
+		"-s", `DEFAULT_REQUEST_HEADERS={Authorization: "Bearer s3cret"}`,
+	}
+	for _, args := range [][]string{
+		append([]string{"settings"}, secrets...),
+		append([]string{"settings", "--json"}, secrets...),
+		append([]string{"settings", "MONITOR_WEBHOOK_URL"}, secrets...),
+		append([]string{"settings", "REDIS_URL"}, secrets...),
+	} {
+		r := gocrawl(t, dir, nil, args...)
+		r.expect(t, 0, []string{"***"}, nil)
+		if strings.Contains(r.stdout+r.stderr, "s3cret") {
+			t.Errorf("gocrawl %s shows a secret:\n%s%s", strings.Join(args[:2], " "), r.stdout, r.stderr)
+		}
+	}
+	gocrawl(t, dir, nil, append([]string{"settings", "REDIS_URL"}, secrets...)...).expect(t, 0, []string{"redis://:***@127.0.0.1:6379/0\n"}, nil)
+}
+
 func TestSettingsJSON(t *testing.T) {
 	r := gocrawl(t, t.TempDir(), nil, "settings", "--json", "-s", `THROTTLING_SCOPES={"a.com": {"delay": 2}}`)
 	r.expect(t, 0, nil, nil)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -130,6 +131,10 @@ func (r *recrawler) openRound(ctx context.Context) error {
 		begin = false
 	}
 	if !begin {
+		// A round under way is seeded again: the revisits already queued
+		// are duplicates of themselves (see markRoundRevisit) and those
+		// already made are skipped, so what a kill cut short is queued
+		// and nothing twice.
 		r.round = cur
 		r.revisit = r.enabled && cur.N > 0 && !cur.Seeded && !cur.Legacy
 		r.logRound(false)
@@ -159,12 +164,23 @@ func (r *recrawler) logRound(begun bool) {
 	}
 }
 
-// key is the record key of req: its request fingerprint.
-func key(req *spider.Request) string { return dupefilter.Of(req).String() }
+// key is the record key of req: the fingerprint of the resource it asks
+// for (without a round's salt).
+func key(req *spider.Request) string { return dupefilter.Unsalted(req).String() }
 
-// starts returns the requests a crawl begins with: in a new round, every
-// known URL (its stored request, marked as a revisit and let past the
-// duplicate filter), then the spider's own start requests.
+// starts returns the requests a crawl begins with: in a round under way,
+// every known URL not yet revisited in it (its stored request, marked as
+// the round's revisit: see markRoundRevisit), then the spider's own start
+// requests.
+//
+// Seeding is idempotent, so it keeps no cursor: a run that resumes a
+// round after a kill seeds it again from the start. A revisit the killed
+// run queued is in the queue with its round fingerprint (the fingerprint
+// and the request are written together: in the same Pebble batch for
+// JOBDIR, the same script for Redis), so the duplicate filter drops the
+// copy; one it made has the round in its record and is skipped. Nothing
+// in the round is queued twice, and nothing is lost: a revisit whose
+// queueing the kill undid is queued again.
 func (r *recrawler) starts(ctx context.Context, spiders iter.Seq2[*spider.Request, error]) iter.Seq2[*spider.Request, error] {
 	if !r.revisit {
 		return r.legacyStarts(spiders)
@@ -185,7 +201,7 @@ func (r *recrawler) starts(ctx context.Context, spiders iter.Seq2[*spider.Reques
 				}
 				return nil
 			}
-			markRevisit(req)
+			markRoundRevisit(req, r.round.N)
 			n++
 			if !yield(req, nil) {
 				return errStop
@@ -198,13 +214,6 @@ func (r *recrawler) starts(ctx context.Context, spiders iter.Seq2[*spider.Reques
 		if err != nil {
 			yield(nil, fmt.Errorf("reading the recrawl records: %w", err))
 			return
-		}
-		if r.e.shared == nil {
-			round := r.round
-			round.Seeded = true
-			if err := r.store.SaveRound(ctx, round); err != nil {
-				r.e.log.Error().Err(err).Msg("recrawl: cannot record that the round's URLs are queued")
-			}
 		}
 		r.e.log.Info().Int("urls", n).Int("round", r.round.N).Msg("recrawl: known URLs queued")
 		for req, err := range spiders {
@@ -248,12 +257,25 @@ func (r *recrawler) admit(ctx context.Context, req *spider.Request) {
 	req.DontFilter = true
 }
 
-// markRevisit marks req as a revisit: validators are added when it is
-// sent, and the duplicate filter lets it pass.
+// markRevisit marks req as a revisit of continuous mode: validators are
+// added when it is sent, and the duplicate filter lets it pass.
 func markRevisit(req *spider.Request) {
 	req.DontFilter = true
 	req.Set(MetaRevisit, true)
 }
+
+// markRoundRevisit marks req as a revisit of round n: validators are
+// added when it is sent, and its fingerprint is salted with the round
+// (dupefilter.MetaSalt), so the duplicate filter lets it pass once in the
+// round and drops any later copy of it.
+func markRoundRevisit(req *spider.Request, n int) {
+	req.DontFilter = false
+	req.Set(MetaRevisit, true)
+	req.Set(dupefilter.MetaSalt, roundSalt(n))
+}
+
+// roundSalt is the fingerprint salt of round n's revisits.
+func roundSalt(n int) string { return "recrawl round " + strconv.Itoa(n) }
 
 func isRevisit(req *spider.Request) bool {
 	v, _ := req.Get(MetaRevisit).(bool)
@@ -277,6 +299,7 @@ func (r *recrawler) fetch(ctx context.Context, req *spider.Request, scopes throt
 	if r.budget != nil {
 		if ok, wait := r.budget.Take(scope, e.clock.Now()); !ok {
 			later := req.Clone()
+			later.DontFilter = true // its round fingerprint is taken: by itself
 			throttling.SetRequestDelay(later, wait)
 			e.stats.Inc("recrawl/budget_delayed", 1)
 			return nil, &middleware.RescheduleError{Requests: []*spider.Request{later}, Reason: "recrawl_budget"}
@@ -413,11 +436,12 @@ func validatorSent(prev recrawl.Record, found bool) string {
 	return prev.ETag
 }
 
-// stripRevisit returns a copy of req without the revisit mark and delay:
-// the request as the spider made it.
+// stripRevisit returns a copy of req without the revisit mark, salt and
+// delay: the request as the spider made it.
 func stripRevisit(req *spider.Request) *spider.Request {
 	c := req.Clone()
 	delete(c.Meta, MetaRevisit)
+	delete(c.Meta, dupefilter.MetaSalt)
 	delete(c.Meta, throttling.MetaDelay)
 	if isRevisit(req) {
 		c.DontFilter = false

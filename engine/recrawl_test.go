@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"github.com/gocrawl/gocrawl/devtools/changesite"
+	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/recrawl"
+	"github.com/gocrawl/gocrawl/scheduler/dupefilter"
 	"github.com/gocrawl/gocrawl/spider"
 )
 
@@ -146,5 +149,40 @@ func TestContinuousBudget(t *testing.T) {
 	}
 	if n := res.Stats["recrawl/revisits"]; n > 1 {
 		t.Errorf("recrawl/revisits = %v under a budget of one a minute", n)
+	}
+}
+
+// A revisit of a recrawl round that RECRAWL_BUDGET holds back comes back
+// past the duplicate filter (its round fingerprint is its own), with its
+// round salt; the record key of a round revisit is the URL's own.
+func TestRoundRevisitHeldByBudget(t *testing.T) {
+	sp := &recordingSpider{Base: spider.Base{StartURLs: []string{"http://127.0.0.1:1/"}}}
+	e, err := New(sp, testSettings(t, "RECRAWL_BUDGET", "total=1/h"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newRecrawlerWith(context.Background(), e, recrawl.Fixed(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := spider.MustRequest("http://127.0.0.1:1/p/1", nil)
+	plain := key(req)
+	markRoundRevisit(req, 2)
+	if req.DontFilter || key(req) != plain {
+		t.Fatalf("a round revisit: DontFilter %v, key %s; want filtered by its round fingerprint, key %s", req.DontFilter, key(req), plain)
+	}
+	r.budget.Take(req.Host(), e.clock.Now()) // the hour's only revisit
+	_, err = r.fetch(context.Background(), req, nil)
+	var resched *middleware.RescheduleError
+	if !errors.As(err, &resched) || len(resched.Requests) != 1 {
+		t.Fatalf("fetch over budget: %v, want a reschedule", err)
+	}
+	later := resched.Requests[0]
+	if !later.DontFilter || later.Get(dupefilter.MetaSalt) != roundSalt(2) || !isRevisit(later) {
+		t.Errorf("the held-back revisit: DontFilter %v, salt %v, revisit %v; want past the filter, round 2's salt, a revisit",
+			later.DontFilter, later.Get(dupefilter.MetaSalt), isRevisit(later))
+	}
+	if s := stripRevisit(later); s.Get(dupefilter.MetaSalt) != nil || s.DontFilter {
+		t.Errorf("the request a record keeps has salt %v, DontFilter %v", s.Get(dupefilter.MetaSalt), s.DontFilter)
 	}
 }

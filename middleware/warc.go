@@ -9,8 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -274,12 +272,9 @@ func (m *Warc) replay(ctx context.Context, req *spider.Request) (*spider.Respons
 	return res, nil
 }
 
-// secretName matches settings whose values must not be archived.
-var secretName = regexp.MustCompile(`(?i)PASS|SECRET|TOKEN|KEY|AUTH|CREDENTIAL|COOKIE`)
-
 // warcInfo lists the crawl's settings that differ from the defaults, for
-// the warcinfo record of each file: secrets are left out, passwords in
-// URLs masked.
+// the warcinfo record of each file, redacted as everywhere settings are
+// shown (settings.Redact: secrets masked, passwords in URLs too).
 func warcInfo(c *spider.Crawler) [][2]string {
 	var out [][2]string
 	if c.Spider != nil {
@@ -299,11 +294,7 @@ func warcInfo(c *spider.Crawler) [][2]string {
 		if !ok || v.Source == settings.SourceDefault {
 			continue
 		}
-		val := "(not archived: may be a secret)"
-		if !secretName.MatchString(name) {
-			val = settingText(v.V)
-		}
-		out = append(out, [2]string{"setting", name + "=" + val})
+		out = append(out, [2]string{"setting", name + "=" + settingText(settings.Redact(name, v.V))})
 	}
 	return out
 }
@@ -319,9 +310,6 @@ func settingText(v any) string {
 			return fmt.Sprint(x)
 		}
 		s = string(b)
-	}
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
 	}
 	return s
 }

@@ -85,9 +85,13 @@ func UnmarshalRecord(b []byte) (Record, error) {
 // the first crawl, every recrawl (RECRAWL_ENABLED on a finished round)
 // starts the next one.
 type Round struct {
-	N      int  `json:"n"`
-	Seeded bool `json:"seeded,omitempty"` // every known URL was enqueued for the round
-	Done   bool `json:"done,omitempty"`   // the round's crawl finished
+	N int `json:"n"`
+	// Seeded says that no known URL is left to enqueue for the round. It
+	// is set with Done: a round under way is seeded again by every run
+	// that resumes it, which queues only what the round has neither made
+	// nor queued.
+	Seeded bool `json:"seeded,omitempty"`
+	Done   bool `json:"done,omitempty"` // the round's crawl finished
 	// Legacy marks a round begun on a job written before records were
 	// kept: it has nothing to revisit with validators, so the round
 	// fetches again every URL the spider reaches.

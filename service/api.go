@@ -235,17 +235,21 @@ func (s *Service) listJobs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": out})
 }
 
-// jobView is a job as the API shows it: with its live progress.
+// jobView is a job as the API shows it: with its live progress while it
+// runs, its final figures once it ended, and its settings redacted.
 type jobView struct {
 	*Job
 	Progress map[string]any `json:"progress,omitempty"`
+	Result   *JobResult     `json:"result,omitempty"`
 	// Stopping is true once a running job was asked to cancel: the next
 	// cancel aborts it.
 	Stopping bool `json:"stopping,omitempty"`
 }
 
 func (s *Service) view(j *Job) jobView {
-	v := jobView{Job: j}
+	c := *j
+	c.Settings = redactedSettings(j.Settings)
+	v := jobView{Job: &c, Result: s.result(j)}
 	s.mu.Lock()
 	p := s.running[j.ID]
 	s.mu.Unlock()
@@ -547,7 +551,7 @@ func (s *Service) listSchedules(w http.ResponseWriter, r *http.Request) {
 	if scs == nil {
 		scs = []*Schedule{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"schedules": scs})
+	writeJSON(w, http.StatusOK, map[string]any{"schedules": redactedSchedules(scs)})
 }
 
 func (s *Service) deleteSchedule(w http.ResponseWriter, r *http.Request) {

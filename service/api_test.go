@@ -50,7 +50,7 @@ func TestAPIEndToEnd(t *testing.T) {
 		t.Errorf("malformed cron: %d %v", code, out)
 	}
 
-	id := sv.submit(st, map[string]any{"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 4})
+	id := sv.submit(st, map[string]any{"DOWNLOAD_DELAY": 0, "CONCURRENT_REQUESTS": 4, "DEFAULT_REQUEST_HEADERS": map[string]any{"X-Api-Key": "s3cret"}})
 	// The items stream delivers the first pages' items while the crawl
 	// waits at the gate: it cannot have ended.
 	req, _ := http.NewRequest("GET", sv.url+"/api/jobs/"+id+"/items", nil)
@@ -100,6 +100,21 @@ func TestAPIEndToEnd(t *testing.T) {
 	}
 	if used := mustJSON(j["settings_used"]); !strings.Contains(used, `"CONCURRENT_REQUESTS"`) || !strings.Contains(used, "-s CONCURRENT_REQUESTS=4") {
 		t.Errorf("settings_used lacks the job's setting with its origin: %s", used)
+	}
+	if shown := mustJSON(j); strings.Contains(shown, "s3cret") || !strings.Contains(shown, `X-Api-Key\":\"***`) {
+		t.Errorf("the job's settings are not shown redacted: %s", shown)
+	}
+	// The finished job keeps its final figures, in its status and in the
+	// job list.
+	_, list = sv.call("GET", "/api/jobs?state=finished", nil)
+	for _, v := range []any{j["result"], list["jobs"].([]any)[0].(map[string]any)["result"]} {
+		r, _ := v.(map[string]any)
+		if r == nil || r["reason"] != "finished" || r["pages"].(float64) < 15 || r["items"] != 15.0 || r["errors"] != 0.0 || r["duration_seconds"].(float64) <= 0 {
+			t.Errorf("finished job's result: %v, want reason finished, 15 pages or more, 15 items, no error, a duration", v)
+		}
+	}
+	if strings.Contains(mustJSON(list), "s3cret") {
+		t.Errorf("the job list shows a secret: %s", mustJSON(list))
 	}
 	_, stats := sv.call("GET", "/api/jobs/"+id+"/stats", nil)
 	if n := stats["stats"].(map[string]any)["item_scraped_count"]; n != 15.0 {

@@ -108,6 +108,7 @@ type Service struct {
 	running map[string]*proc
 	closing bool
 	wake    chan struct{} // a job was queued or ended: start what may start
+	results sync.Map      // job ID -> *JobResult of a final job (figures.go)
 
 	ctx    context.Context // ended by Close
 	cancel context.CancelFunc

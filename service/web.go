@@ -75,6 +75,7 @@ func (s *Service) page(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	d.Schedules = redactedSchedules(d.Schedules)
 	switch part := r.URL.Query().Get("part"); part {
 	case "jobs", "schedules":
 		pageTmpl.ExecuteTemplate(w, part, d)

@@ -62,7 +62,7 @@ func init() {
 		{Name: "MONITOR_INTERVAL", Type: NonNegative(Float), Default: 0.0, Doc: "Seconds between runs of the monitors while the crawl runs (0 = only when it ends)."},
 		{Name: "MONITOR_MIN_SAMPLE", Type: NonNegative(Int), Default: 100, Doc: "Requests (or items, for MONITOR_MAX_DROP_SHARE) a share needs before the runs during the crawl check it; the run at the end always does."},
 		{Name: "MONITOR_RESULTS_FILE", Type: String, Default: "", Doc: "JSON file the monitors' results are written to after every run (empty = monitors.json in the JOBDIR folder with a JOBDIR, else none)."},
-		{Name: "MONITOR_WEBHOOK_URL", Type: webhookURL, Default: "", Doc: "URL the results are POSTed to (JSON) when a monitor fails (empty = none)."},
+		{Name: "MONITOR_WEBHOOK_URL", Type: webhookURL, Default: "", Secret: true, Doc: "URL the results are POSTed to (JSON) when a monitor fails (empty = none)."},
 		{Name: "MONITOR_WEBHOOK_TIMEOUT", Type: NonNegative(Float), Default: 10.0, Doc: "Seconds a webhook call may take (0 = 10)."},
 	} {
 		Register(d)

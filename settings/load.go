@@ -258,7 +258,7 @@ func (s *Settings) SetOverride(arg string) error {
 	if !ok || name == "" {
 		return &Error{Kind: ErrSyntax, Origin: "-s " + arg, Msg: "expected NAME=VALUE, e.g. -s DOWNLOAD_DELAY=2"}
 	}
-	return s.setRaw(name, v, SourceCommandLine, "-s "+arg)
+	return s.setRaw(name, v, SourceCommandLine, "-s "+name+"="+RedactArg(name, v))
 }
 
 // ParseValue parses a value given as text (environment, -s) as YAML. Text
@@ -390,7 +390,8 @@ type Entry struct {
 
 // Entries returns the effective value and origin of the named settings,
 // or of every setting when names is empty, sorted by name. An unknown name
-// is an *Error with a suggestion; all unknown names are reported.
+// is an *Error with a suggestion; all unknown names are reported. Values
+// and defaults are redacted (Redact): entries are for showing.
 func (s *Settings) Entries(names ...string) ([]Entry, error) {
 	if len(names) == 0 {
 		names = Names()
@@ -404,7 +405,7 @@ func (s *Settings) Entries(names ...string) ([]Entry, error) {
 			continue
 		}
 		v, _ := s.Origin(n)
-		out = append(out, Entry{Name: n, Type: d.Type.Name(), Value: normalize(v.V), Default: normalize(d.Default),
+		out = append(out, Entry{Name: n, Type: d.Type.Name(), Value: normalize(Redact(n, v.V)), Default: normalize(Redact(n, d.Default)),
 			Source: v.Source.String(), Origin: v.Origin, Doc: d.Doc, Deprecated: d.Deprecated})
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })

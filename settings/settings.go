@@ -61,6 +61,11 @@ type Def struct {
 	// Deprecated, when set, is logged when the setting is used, and says
 	// what to use instead.
 	Deprecated string
+	// Secret marks a setting whose whole value is a secret (a token, a
+	// webhook URL with its key in the path): wherever settings are shown,
+	// its value is Mask (see Redact). Settings whose names say so
+	// (PASSWORD, TOKEN, API_KEY, ...) are secret without it.
+	Secret bool
 }
 
 var (
@@ -153,8 +158,7 @@ func (s *Settings) Set(name string, v any, src Source, origin string) error {
 	}
 	nv, err := d.Type.Convert(v)
 	if err != nil {
-		return &Error{Kind: ErrType, Setting: name, Origin: origin,
-			Msg: fmt.Sprintf("%v (expected %s, got %s)", err, d.Type.Name(), describe(v))}
+		return &Error{Kind: ErrType, Setting: name, Origin: origin, Msg: typeErrorText(name, d, v, err)}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

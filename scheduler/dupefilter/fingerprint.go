@@ -10,25 +10,56 @@ import (
 	"github.com/gocrawl/gocrawl/spider"
 )
 
+// MetaSalt is the meta key of a request's fingerprint salt: a non-empty
+// string there is part of the request's fingerprint (see Of), so the
+// request is a duplicate only of requests with the same salt. It lets a
+// request for a resource already seen be queued once more, and only
+// once, per salt: package engine salts the revisits of a recrawl round
+// with the round's number, so that each known URL is queued once per
+// round even when its seeding is started over after a kill. Use
+// Unsalted for the fingerprint of the resource alone.
+const MetaSalt = "dupefilter_salt"
+
 // Of returns the fingerprint of req: a SHA-256 of its method, its canonical
-// URL (see CanonicalURL) and its body, truncated to 16 bytes. Headers and
-// meta are not part of it: two requests for the same resource with
-// different headers are duplicates (set DontFilter on the request to send
-// it anyway).
+// URL (see CanonicalURL), its body and its salt (MetaSalt, when it has
+// one), truncated to 16 bytes. Headers and other meta are not part of it:
+// two requests for the same resource with different headers are
+// duplicates (set DontFilter on the request to send it anyway). A request
+// without a salt has the fingerprint it had before salts existed.
 func Of(req *spider.Request) Fingerprint {
+	var salt string
+	if len(req.Meta) > 0 {
+		salt, _ = req.Meta[MetaSalt].(string)
+	}
+	return of(req, salt)
+}
+
+// Unsalted returns the fingerprint of the resource req asks for: Of
+// without the request's salt, the same for every salted copy of it.
+func Unsalted(req *spider.Request) Fingerprint { return of(req, "") }
+
+func of(req *spider.Request, salt string) Fingerprint {
 	method := req.EffectiveMethod()
 	var fp Fingerprint
 	// The usual request (a GET of a URL of a few dozen bytes) is hashed in
 	// one call from a buffer on the stack, the canonical URL written into
 	// it in place; a large one is streamed. Both hash the same bytes: each
-	// field as its length (8 bytes, big endian) then its bytes.
+	// field as its length (8 bytes, big endian) then its bytes; the salt,
+	// when there is one, is a last field.
 	var stack [256]byte
 	buf := appendField(stack[:0], method)
 	at := len(buf)
 	buf = appendCanonicalURL(append(buf, make([]byte, 8)...), req.URL)
 	binary.BigEndian.PutUint64(buf[at:], uint64(len(buf)-at-8))
-	if len(buf)+8+len(req.Body) <= len(stack) {
+	saltLen := 0
+	if salt != "" {
+		saltLen = 8 + len(salt)
+	}
+	if len(buf)+8+len(req.Body)+saltLen <= len(stack) {
 		buf = appendField(buf, string(req.Body))
+		if salt != "" {
+			buf = appendField(buf, salt)
+		}
 		sum := sha256.Sum256(buf)
 		copy(fp[:], sum[:])
 		return fp
@@ -39,6 +70,11 @@ func Of(req *spider.Request) Fingerprint {
 	binary.BigEndian.PutUint64(n[:], uint64(len(req.Body)))
 	h.Write(n[:])
 	h.Write(req.Body)
+	if salt != "" {
+		binary.BigEndian.PutUint64(n[:], uint64(len(salt)))
+		h.Write(n[:])
+		h.Write([]byte(salt))
+	}
 	copy(fp[:], h.Sum(nil))
 	return fp
 }
