@@ -230,3 +230,36 @@ func TestRateControlStrictHostAfterRobotsTxt(t *testing.T) {
 		})
 	}
 }
+
+// A strict host's second refusal comes one delay after the request that
+// left at the end of the first one's Retry-After: under a jittered delay
+// of one second, as often under a second as over. The token-bucket model
+// still measures that short cycle when the burst is one request (0.5/s
+// here, where the window of one accepted request over the pause and the
+// delay read 0.33/s and paced the host at three seconds a page).
+func TestRateControlShortCycleAtABurstOfOne(t *testing.T) {
+	for _, second := range []time.Duration{900 * time.Millisecond, 1100 * time.Millisecond} {
+		t.Run(second.String(), func(t *testing.T) {
+			m := rcManager(t, "example.com", "DOWNLOAD_DELAY", 1.0, "RANDOMIZE_DOWNLOAD_DELAY", true, "BACKOFF_JITTER", 0.1)
+			ms := time.Millisecond
+			send := func(at time.Time, ok bool) {
+				m.CanSend(at, 0)
+				m.RecordSent(at, 0)
+				if ok {
+					m.RecordOutcome(at.Add(10*ms), Outcome{Class: OutcomeOK, Latency: 10 * ms, Signal: Signal{SentAt: at, Latency: 10 * ms}})
+					return
+				}
+				m.RecordOutcome(at.Add(ms), Outcome{Class: OutcomeRefused, Signal: Signal{Trigger: true, SentAt: at, Delay: 2 * time.Second}})
+			}
+			send(t0, true)
+			send(t0.Add(900*ms), false) // the first event: a burst of one
+			held := t0.Add(2901 * ms)   // the end of its Retry-After
+			send(held, true)
+			send(held.Add(second), false)
+			_, est := m.Policy().Rate()
+			if est < 0.45 || est > 0.6 {
+				t.Errorf("estimate %.3f after a cycle of %v, want about the limit, 0.5", est, second)
+			}
+		})
+	}
+}
