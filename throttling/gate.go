@@ -121,6 +121,12 @@ type GateState struct {
 	PrevSent    time.Time `json:"prev_sent,omitzero"`
 	PrevJitterF float64   `json:"prev_jitter_f,omitempty"`
 	HasPrev     bool      `json:"has_prev,omitempty"`
+	// Wired is when the last send was written to its connection, when
+	// that was reported later than LastSent (RecordWired: a new
+	// connection's dial); zero otherwise. The delay to the next send
+	// counts from it (LastOnWire), and a wired send's turn is never given
+	// back. LastSent keeps the admission time, which names the request.
+	Wired time.Time `json:"wired,omitzero"`
 	// QuotaUsed is the quota consumed in the window started at
 	// WindowStart (zero: no window open).
 	QuotaUsed   float64   `json:"quota_used,omitempty"`
@@ -194,12 +200,24 @@ func (g *Gate) CanSendWithoutSlot(now time.Time, amount float64) time.Duration {
 func (s GateState) Reached() int64 { return s.Sends - s.Other }
 
 // NextByDelay is when the delay after the last send has elapsed (zero
-// before the first send).
+// before the first send): counted from when it reached the wire, if that
+// was later than its admission (LastOnWire).
 func (g *Gate) NextByDelay() time.Time {
-	if g.State.LastSent.IsZero() {
+	last := g.State.LastOnWire()
+	if last.IsZero() {
 		return time.Time{}
 	}
-	return g.State.LastSent.Add(time.Duration(float64(g.Params.Delay) * g.State.JitterF))
+	return last.Add(time.Duration(float64(g.Params.Delay) * g.State.JitterF))
+}
+
+// LastOnWire is when the last send reached the server as far as the gate
+// knows: Wired when it was reported, else LastSent (zero before the first
+// send). The delay and the gaps between sends count from it.
+func (s GateState) LastOnWire() time.Time {
+	if !s.Wired.IsZero() {
+		return s.Wired
+	}
+	return s.LastSent
 }
 
 // RecordSent records a request consuming amount sent at now; u is a
@@ -210,8 +228,8 @@ func (g *Gate) RecordSent(now time.Time, amount, u float64) {
 	g.advance(now)
 	s.Active++
 	s.Sends++
-	s.PrevSent, s.PrevJitterF, s.HasPrev = s.LastSent, s.JitterF, true
-	s.LastSent = now
+	s.PrevSent, s.PrevJitterF, s.HasPrev = s.LastOnWire(), s.JitterF, true
+	s.LastSent, s.Wired = now, time.Time{}
 	s.JitterF = max(0, 1+g.Params.JitterLo+u*(g.Params.JitterHi-g.Params.JitterLo))
 	g.rollBucket(now)
 	s.BucketSends++
@@ -251,10 +269,11 @@ func (g *Gate) RecordDone(now time.Time, class OutcomeClass, latency time.Durati
 // changes: a given-back turn never makes the next request earlier than
 // the delay after a send that did reach the server. This is how a URL that
 // robots.txt disallows, or one answered from the HTTP cache, costs the
-// scope none of its Crawl-delay.
+// scope none of its Crawl-delay. A send reported on the wire
+// (RecordWired) reached the server: its turn is kept.
 func (g *Gate) GiveBack(sentAt time.Time, amount float64) {
 	s := &g.State
-	if !s.HasPrev || !s.LastSent.Equal(sentAt) {
+	if !s.HasPrev || !s.LastSent.Equal(sentAt) || !s.Wired.IsZero() {
 		return
 	}
 	s.LastSent, s.JitterF, s.HasPrev = s.PrevSent, s.PrevJitterF, false

@@ -65,6 +65,9 @@ type rateState struct {
 	rcLate      float64    // how much slower than the rate in force the scope sends (late wake-ups); 1 = on time
 	rcSendLimit int64      // RateLimit remaining as a send budget: GateParams.SendLimit, until rcRemUntil
 	rcRemUntil  time.Time  // the server's reset of that remaining quota
+	// rcTurnSends counts the sends that took another request's turn
+	// (robots.txt, WithTurnOf): the first event's burst leaves them out.
+	rcTurnSends int64
 }
 
 // RateMark is a moment in the rate controller's memory: a refusal event
@@ -176,6 +179,17 @@ const (
 	// rcCapShare of an announced rate is used, a margin for jitter.
 	rcCapShare = 0.98
 )
+
+// rcBurstWithin is how soon after the scope's start a first refusal
+// measures the server's burst: rcBurstWithin, and two of the configured
+// delay's gaps at the top of its jitter range (1.5 times the delay) more,
+// so that a host paced by a delay (no start ramp) is measured too: its
+// first page follows robots.txt one delay later and its second page one
+// more, where a burst of one refuses. The sends being a delay apart, the
+// bucket refills little between them.
+func (p *Policy) rcBurstWithin() time.Duration {
+	return rcBurstWithin + 3*p.baseDelay
+}
 
 // rcEnabled reports whether the scope has a rate controller.
 func (p *Policy) rcEnabled() bool { return p.cfg.RateControl.Enabled }
@@ -399,11 +413,16 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 		// a pause more than the bucket's refill during it.
 		est = max(est, p.rcRate/rcGrow)
 	}
-	if first && len(p.rcMarks) == 0 && now.Sub(p.rcStart) < rcBurstWithin {
+	if first && len(p.rcMarks) == 0 && now.Sub(p.rcStart) < p.rcBurstWithin() {
 		// The first refusal soon after the start: what was accepted by
 		// then (answered or in flight) is about the server's burst; later
-		// refusals of the same burst take theirs off.
-		p.rcBurst = float64(accepted(g))
+		// refusals of the same burst take theirs off. robots.txt is left
+		// out: a host's page limit seldom counts it, and counted, a
+		// burst of one read two, so that the gap bounds of single
+		// requests never applied (docs/throttling.md). A server that
+		// does count it refuses sooner than the bounds expect, and the
+		// next refusal's upper bound corrects them.
+		p.rcBurst = float64(max(accepted(g)-p.rcTurnSends, 1))
 		p.rcRampMarks = p.rcRampEvent(now, g)
 		est = max(est, p.rcRampGuess(now))
 	}

@@ -61,7 +61,7 @@ func (p *Policy) rcModelEstimate(now time.Time, g GateState) (r, u float64, ok b
 	start := p.rcSamples[0]
 	a := accepted(g)
 	span := now.Sub(start.At).Seconds()
-	if span < rcStep.Seconds() || a < start.OK {
+	if span < p.rcModelMinSpan().Seconds() || a < start.OK {
 		return 0, 0, false
 	}
 	acc := float64(a - start.OK)
@@ -132,6 +132,21 @@ func (p *Policy) rcModelEstimate(now time.Time, g GateState) (r, u float64, ok b
 		p.debug("rate_burst").Float64("burst", p.rcBurst).Msg("throttling: the server's burst, from the start ramp")
 	}
 	return r, 1 / max(drain, rcMinDrain.Seconds()), true
+}
+
+// rcModelMinSpan is the shortest cycle the model measures: a step, and a
+// quarter of one when the server's burst is one request (rcSingle). Such a
+// cycle is the request that leaves at the end of the Retry-After, accepted,
+// and the next one, refused a delay later: under a delay of one second,
+// jittered, the cycle is as often under a second as over it, and the
+// window estimate that measures it instead counts one request over the
+// pause as well (a third of a 0.5 requests/s limit, paced at for about ten
+// seconds before the probe found the limit again).
+func (p *Policy) rcModelMinSpan() time.Duration {
+	if p.rcSingle() {
+		return rcStep / 4
+	}
+	return rcStep
 }
 
 // rcDrainEstimate finds the drain window's rate by fixed point from est.

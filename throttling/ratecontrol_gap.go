@@ -74,7 +74,7 @@ func (p *Policy) rcGapStep(g GateState) {
 		g.Refused != p.rcGapRefused || g.Other != p.rcGapOther {
 		return
 	}
-	if gap := g.LastSent.Sub(g.PrevSent); gap > 0 && gap <= rcGapWithin {
+	if gap := g.LastOnWire().Sub(g.PrevSent); gap > 0 && gap <= rcGapWithin {
 		p.rcGapLo = max(p.rcGapLo, float64(time.Second)/float64(gap))
 	}
 }
@@ -90,7 +90,7 @@ func (p *Policy) rcGapRefusal(sentAt time.Time, g GateState) {
 		!g.PrevSent.After(p.rcEvent) || g.Refused != p.rcGapRefused+1 || g.Other != p.rcGapOther {
 		return
 	}
-	gap := sentAt.Sub(g.PrevSent)
+	gap := g.LastOnWire().Sub(g.PrevSent)
 	if gap <= 0 || gap > rcGapWithin {
 		return
 	}

@@ -150,8 +150,8 @@ func (t *Throttler) pristine(s ScopeSnapshot, now time.Time) bool {
 	if s.Policy != nil && s.Policy.RemainingUntil.After(now) {
 		return false
 	}
-	if g := s.Gate; g != nil && !g.LastSent.IsZero() &&
-		g.LastSent.Add(time.Duration(float64(durationOf(s.Delay))*g.JitterF)).After(now) {
+	if g := s.Gate; g != nil && !g.LastOnWire().IsZero() &&
+		g.LastOnWire().Add(time.Duration(float64(durationOf(s.Delay))*g.JitterF)).After(now) {
 		return false
 	}
 	cfg := t.cfg.Scope(s.Scope)

@@ -67,7 +67,7 @@ type TurnTaker interface {
 // ownsTurn reports whether the request sent at sentAt is the scope's last
 // send and can still give its turn back (it has not reached the wire).
 func (g *Gate) ownsTurn(sentAt time.Time) bool {
-	return !sentAt.IsZero() && g.State.HasPrev && g.State.LastSent.Equal(sentAt)
+	return !sentAt.IsZero() && g.State.HasPrev && g.State.LastSent.Equal(sentAt) && g.State.Wired.IsZero()
 }
 
 // CanSendInTurnOf is CanSendWithoutSlot for a request taking the turn of
@@ -105,7 +105,7 @@ func (g *Gate) RecordSentInTurnOf(now, sentAt time.Time, u float64) bool {
 	g.advance(now)
 	s.Active++
 	s.Sends++
-	s.LastSent = now
+	s.LastSent, s.Wired = now, time.Time{}
 	s.JitterF = max(0, 1+g.Params.JitterLo+u*(g.Params.JitterHi-g.Params.JitterLo))
 	s.HasPrev, s.PrevSent, s.PrevJitterF = false, time.Time{}, 0
 	g.rollBucket(now)
@@ -130,6 +130,9 @@ func (m *ThrottlingScopeManager) RecordSentInTurnOf(now, sentAt time.Time, amoun
 		u = m.rnd.Float64()
 	}
 	m.gate.RecordSentInTurnOf(now, sentAt, u)
+	if m.policy != nil {
+		m.policy.rcTurnSends++
+	}
 	m.lastUsed = now
 	return true
 }

@@ -51,7 +51,7 @@ func TestGateTurnOf(t *testing.T) {
 			g.RecordSent(t0, 0, 0)
 			g.RecordWired(t0, t0.Add(10*ms))
 			return g.CanSendInTurnOf(t0.Add(20*ms), t0, 0), g.RecordSentInTurnOf(t0.Add(20*ms), t0, 0)
-		}, delay - 10*ms, false, t0.Add(delay + 10*ms), false},
+		}, delay - 10*ms, false, t0.Add(delay + 10*ms), true}, // the send before stays known (the gaps); the wire keeps the turn (Wired)
 		{"Retry-After still holds", func(g *Gate) (time.Duration, bool) {
 			g.RecordSent(t0, 0, 0)
 			g.Params.BlockedUntil = t0.Add(2 * delay)
@@ -68,7 +68,7 @@ func TestGateTurnOf(t *testing.T) {
 				t.Errorf("NextByDelay = %v, want %v", got.Sub(t0), c.next.Sub(t0))
 			}
 			if g.State.HasPrev != c.hasPrev {
-				t.Errorf("HasPrev = %v, want %v (a taken turn cannot be given back)", g.State.HasPrev, c.hasPrev)
+				t.Errorf("HasPrev = %v, want %v (a taken turn cannot be given back; a wired one keeps the send before it)", g.State.HasPrev, c.hasPrev)
 			}
 		})
 	}

@@ -22,19 +22,22 @@ type WireRecorder interface {
 	RecordWired(now, sentAt time.Time)
 }
 
-// RecordWired moves the send time of the request sent at sentAt to now,
-// the moment it was written to its connection, when it is still the last
-// send and now is later: the delay to the next send counts from there,
-// with the same jitter factor. A request written after another was
-// admitted changes nothing (the next send's turn is already taken), and
-// its turn can no longer be given back (it reached the server).
+// RecordWired records that the request sent at sentAt was written to its
+// connection at now, when it is still the last send and now is later than
+// what the gate knew (its admission, or an earlier report: net/http may
+// write a request again on another connection): the delay to the next
+// send counts from now (Wired), with the same jitter factor, and so does
+// the gap to the next send that the rate controller reads (the next
+// send's PrevSent). A request written after another was admitted changes
+// nothing (the next send's turn is already taken). A wired request's turn
+// can no longer be given back (it reached the server); LastSent keeps its
+// admission time, which names it in the outcome that follows.
 func (g *Gate) RecordWired(sentAt, now time.Time) {
 	s := &g.State
-	if !s.LastSent.Equal(sentAt) || !now.After(sentAt) {
+	if !s.LastSent.Equal(sentAt) || !now.After(s.LastOnWire()) {
 		return
 	}
-	s.LastSent = now
-	s.HasPrev, s.PrevSent, s.PrevJitterF = false, time.Time{}, 0
+	s.Wired = now
 }
 
 // RecordWired implements WireRecorder.

@@ -75,3 +75,25 @@ func TestThrottlerWiredMovesTheDelay(t *testing.T) {
 		t.Error("Wired created the state of a scope it did not know")
 	}
 }
+
+// The rate controller reads the gap between two sends from PrevSent: after
+// a wired send, the next send's PrevSent is when the first reached the
+// wire, so the gap is the one the server saw; the first keeps its
+// admission time as LastSent until then (it names it in its outcome).
+func TestGateWiredGap(t *testing.T) {
+	ms := time.Millisecond
+	g := &Gate{Params: GateParams{Delay: time.Second}}
+	g.RecordSent(t0, 0, 0)
+	g.RecordWired(t0, t0.Add(40*ms))
+	g.RecordWired(t0, t0.Add(30*ms)) // an earlier report changes nothing
+	if !g.State.LastSent.Equal(t0) || !g.State.LastOnWire().Equal(t0.Add(40*ms)) {
+		t.Fatalf("LastSent %v, on the wire %v; want 0s, 40ms", g.State.LastSent.Sub(t0), g.State.LastOnWire().Sub(t0))
+	}
+	g.RecordSent(t0.Add(2*time.Second), 0, 0)
+	if !g.State.HasPrev || !g.State.PrevSent.Equal(t0.Add(40*ms)) {
+		t.Errorf("HasPrev %v, PrevSent %v; want true, 40ms (the first send on the wire)", g.State.HasPrev, g.State.PrevSent.Sub(t0))
+	}
+	if !g.State.Wired.IsZero() {
+		t.Errorf("Wired %v after a new send, want zero", g.State.Wired.Sub(t0))
+	}
+}

@@ -54,15 +54,16 @@ func main() {
 	workers := flag.Int("workers", 0, "also crawl the same scenario with this many worker processes sharing one Redis (REDIS_URL; redis-server is started on a free loopback port), after the one-process crawl, and compare")
 	onlyWorkers := flag.Bool("only-workers", false, "with -workers: skip the one-process crawl (no comparison with it)")
 	out := flag.String("json", "", "append the report as a JSON line to this file")
+	dumpTo := flag.String("dump", "", "write every host's arrivals (seconds from the start, robots.txt, new connection, refused) to this file as JSON lines, one host a line")
 	runnerArgs := flag.String("runner-args", "", "more flags for the crawler (bench/cmd/runner), space-separated: \"-cpuprofile cpu.pprof -heapprofile heap.pprof -heapprofile-at 90000\"")
 	flag.Parse()
-	if err := run(*name, *variant, *bin, *timeout, *nofile, *workers, *onlyWorkers, *out, strings.Fields(*runnerArgs)); err != nil {
+	if err := run(*name, *variant, *bin, *timeout, *nofile, *workers, *onlyWorkers, *out, *dumpTo, strings.Fields(*runnerArgs)); err != nil {
 		fmt.Fprintln(os.Stderr, "broad:", err)
 		os.Exit(1)
 	}
 }
 
-func run(name, variant, bin string, timeout time.Duration, nofile, workers int, onlyWorkers bool, out string, extra []string) error {
+func run(name, variant, bin string, timeout time.Duration, nofile, workers int, onlyWorkers bool, out, dumpTo string, extra []string) error {
 	sc, err := scenario.Find(name)
 	if err != nil {
 		return err
@@ -91,7 +92,7 @@ func run(name, variant, bin string, timeout time.Duration, nofile, workers int, 
 	}
 	var r Report
 	if !onlyWorkers {
-		if r, err = crawl(sc, variant, bin, timeout, nofile, 1, nil, extra); err != nil {
+		if r, err = crawl(sc, variant, bin, timeout, nofile, 1, nil, dumpTo, extra); err != nil {
 			return err
 		}
 		if err := emit(r, out); err != nil {
@@ -108,7 +109,7 @@ func run(name, variant, bin string, timeout time.Duration, nofile, workers int, 
 	}
 	defer rs.Close()
 	fmt.Printf("redis: %s, %d workers\n", rs.URL(), workers)
-	w, err := crawl(sc, variant, bin, timeout, nofile, workers, rs, extra)
+	w, err := crawl(sc, variant, bin, timeout, nofile, workers, rs, "", extra)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,8 @@ func emit(r Report, out string) error {
 // crawl serves a fresh site of the scenario and crawls it with n runner
 // processes: one alone (rs nil), or n workers of one job in rs. The
 // report sums the processes' CPU time and gives the largest peak RSS.
-func crawl(sc scenario.Scenario, variant, bin string, timeout time.Duration, nofile, n int, rs *redisServer, extra []string) (Report, error) {
+// With dumpTo, every host's arrivals are written there (-dump).
+func crawl(sc scenario.Scenario, variant, bin string, timeout time.Duration, nofile, n int, rs *redisServer, dumpTo string, extra []string) (Report, error) {
 	var r Report
 	s, err := startSite(*sc.Broad)
 	if err != nil {
@@ -231,6 +233,11 @@ func crawl(sc scenario.Scenario, variant, bin string, timeout time.Duration, nof
 	wall := time.Since(start)
 	timer.Stop()
 	r = s.report(start)
+	if dumpTo != "" {
+		if err := s.dump(dumpTo, start); err != nil {
+			return r, err
+		}
+	}
 	r.Scenario, r.Variant, r.TimedOut, r.NoFile = sc.Name, variant, timedOut.Load(), nofile
 	r.WallSeconds = wall.Seconds()
 	for _, p := range procs {

@@ -45,9 +45,16 @@ type Report struct {
 	// the short gaps whose first request came on a new connection.
 	GapClasses    map[string]int `json:"gap_classes,omitempty"`
 	GapsAfterDial int            `json:"gaps_after_dial"`
-	Gaps          int            `json:"gaps"`
-	WorstGapMs    float64        `json:"worst_gap_ms"`
-	ToleranceMs   float64        `json:"tolerance_ms"`
+	// GapsAfterBatch counts the short gaps whose first request was
+	// stamped in a batch: with at least batchShare times the run's mean
+	// number of arrivals (at every host) within batchWindow of it. A
+	// server starved of CPU stamps the requests that arrived meanwhile
+	// together, late, and the next request of each of those hosts then
+	// looks early.
+	GapsAfterBatch int     `json:"gaps_after_batch"`
+	Gaps           int     `json:"gaps"`
+	WorstGapMs     float64 `json:"worst_gap_ms"`
+	ToleranceMs    float64 `json:"tolerance_ms"`
 	// Accepts is the connections the servers accepted.
 	Accepts int64 `json:"accepts"`
 	// FirstRequest are the median and the latest of the hosts' first
@@ -85,12 +92,41 @@ type Report struct {
 // than for one on an open connection.
 const tolerance = 2 * time.Millisecond
 
+// A batch of stamps (GapsAfterBatch): batchShare times the mean number of
+// arrivals within batchWindow either side.
+const (
+	batchWindow = 5 * time.Millisecond
+	batchShare  = 3
+)
+
 func (s *site) report(start time.Time) Report {
 	b := s.b
 	r := Report{Hosts: b.Hosts, Want: b.Hosts * b.Pages, LimitSeconds: b.PhysicalLimit().Seconds(),
 		ToleranceMs: float64(tolerance) / float64(time.Millisecond), MedianDoneSeconds: map[string]float64{}, GapClasses: map[string]int{}}
 	var firsts []float64
 	done := map[string][]float64{}
+	var all []time.Time
+	for _, h := range s.hosts {
+		h.mu.Lock()
+		for _, a := range h.reqs {
+			all = append(all, a.at)
+		}
+		h.mu.Unlock()
+	}
+	slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
+	batched := func(t time.Time) bool {
+		if len(all) < 2 {
+			return false
+		}
+		span := all[len(all)-1].Sub(all[0])
+		if span <= 0 {
+			return false
+		}
+		mean := float64(len(all)) * float64(2*batchWindow) / float64(span)
+		lo, _ := slices.BinarySearchFunc(all, t.Add(-batchWindow), func(a, b time.Time) int { return a.Compare(b) })
+		hi, _ := slices.BinarySearchFunc(all, t.Add(batchWindow+1), func(a, b time.Time) int { return a.Compare(b) })
+		return float64(hi-lo) >= batchShare*max(mean, 1)
+	}
 	for _, h := range s.hosts {
 		h.mu.Lock()
 		r.Accepts += h.accepts.Load()
@@ -123,6 +159,9 @@ func (s *site) report(start time.Time) Report {
 			bad = true
 			if h.reqs[k-1].fresh {
 				r.GapsAfterDial++
+			}
+			if batched(h.reqs[k-1].at) {
+				r.GapsAfterBatch++
 			}
 			r.WorstGapMs = max(r.WorstGapMs, float64(lo-gap)/float64(time.Millisecond))
 		}
@@ -191,7 +230,8 @@ func (r Report) print(w io.Writer) {
 	fmt.Fprintf(w, "  gaps under jitter     %d hosts, %d gaps between pages (worst %.1f ms under; tolerance %.0f ms); %d more hosts only next to robots.txt\n",
 		r.GapHosts, r.Gaps, r.WorstGapMs, r.ToleranceMs, r.RobotsGapHosts)
 	if r.Gaps > 0 {
-		fmt.Fprintf(w, "                        by class %v; %d of the gaps after a request on a new connection\n", r.GapClasses, r.GapsAfterDial)
+		fmt.Fprintf(w, "                        by class %v; %d of the gaps after a request on a new connection, %d after one stamped in a batch (%d+ times the mean arrivals within %v: the server's stall)\n",
+			r.GapClasses, r.GapsAfterDial, r.GapsAfterBatch, batchShare, batchWindow)
 	}
 	fmt.Fprintf(w, "  connections accepted  %d (%.3f per request)\n", r.Accepts, float64(r.Accepts)/max(1, float64(r.Requests)))
 	fmt.Fprintf(w, "  first request         median %.2f s, last host %.2f s\n", r.FirstMedianSeconds, r.FirstMaxSeconds)

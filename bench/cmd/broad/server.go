@@ -50,6 +50,8 @@ type arrival struct {
 	at     time.Time
 	robots bool
 	fresh  bool // the first request on its connection
+	// refused: answered 429 (a strict host's bucket was empty).
+	refused bool
 }
 
 // connKey carries a connection's request count in its requests' contexts.
@@ -162,6 +164,7 @@ func (s *site) handler(h *host) http.HandlerFunc {
 				h.tokens--
 			} else {
 				refuse = true
+				h.reqs[len(h.reqs)-1].refused = true
 				h.refused++
 				h.retryUntil = now.Add(b.RetryAfter)
 			}

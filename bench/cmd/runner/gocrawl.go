@@ -77,6 +77,14 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 		sp = f
 	}
 	opts := engine.Options{Observers: []engine.Observer{mon.Recorder(), countResponses{counter}}}
+	if logLevel != "" {
+		lv, err := zerolog.ParseLevel(strings.ToLower(logLevel))
+		if err != nil {
+			return res, fmt.Errorf("-log %q: %w", logLevel, err)
+		}
+		zerolog.TimeFieldFormat = time.RFC3339Nano
+		opts.Log = zerolog.New(os.Stderr).Level(lv).With().Timestamp().Logger()
+	}
 	if v.FastHTTP {
 		opts.Transport = newFastTransport(sc.Concurrency)
 	}
@@ -203,11 +211,28 @@ func benchFeed(kind string) (*feed.Exporter, func(), error) {
 // closeAfter is the -close-after flag.
 var closeAfter float64
 
+// extraSettings are the -set KEY=VALUE flags: settings over the variant's
+// (THROTTLING_DEBUG=true LOG_LEVEL=DEBUG, say, to see a run's decisions).
+var extraSettings setFlags
+
+// logLevel is the -log flag: the crawl's log to stderr at this level
+// (empty: silent).
+var logLevel string
+
+type setFlags []string
+
+func (f *setFlags) String() string { return strings.Join(*f, " ") }
+
+func (f *setFlags) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+		return fmt.Errorf("-set %q: want KEY=VALUE", v)
+	}
+	*f = append(*f, v)
+	return nil
+}
+
 // redisURL and redisJob are the -redis-url and -redis-job flags.
 var redisURL, redisJob string
-
-// extraSettings are the -set flags: NAME=VALUE, as -s of gocrawl run.
-var extraSettings []string
 
 // jobSyncDelay is the -jobdir-sync-delay flag.
 var jobSyncDelay time.Duration

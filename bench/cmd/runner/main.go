@@ -60,10 +60,8 @@ func main() {
 	flag.DurationVar(&jobSyncDelay, "jobdir-sync-delay", jobdir.DefaultSyncDelay, "jobdir.Options.SyncDelay of the JOBDIR variants (JOBDIR_SYNC_DELAY; default as gocrawl run; 0: sync right after writes)")
 	flag.StringVar(&redisURL, "redis-url", "", "gocrawl: join the distributed job of this Redis (REDIS_URL) as one of its workers")
 	flag.StringVar(&redisJob, "redis-job", "", "gocrawl with -redis-url: the job's name (JOB; default: the spider's)")
-	flag.Func("set", "gocrawl: one more setting, KEY=VALUE as `gocrawl run -s` takes it (repeatable)", func(kv string) error {
-		extraSettings = append(extraSettings, kv)
-		return nil
-	})
+	flag.Var(&extraSettings, "set", "gocrawl: a setting over the variant's, KEY=VALUE (repeatable): -set THROTTLING_DEBUG=true")
+	flag.StringVar(&logLevel, "log", "", "gocrawl: log the crawl to stderr at this level (debug, info, warn; with -set THROTTLING_DEBUG=true, every throttling decision); default silent")
 	flag.Parse()
 	if *blockProfile != "" {
 		runtime.SetBlockProfileRate(int((100 * time.Microsecond).Nanoseconds())) // a sample per 100 µs blocked
