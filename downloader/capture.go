@@ -33,7 +33,10 @@ type Capture struct {
 	// "200 OK"); StatusCode its code.
 	Proto, Status string
 	StatusCode    int
-	// Header is a copy of the response's header fields as received.
+	// Header is the response's header fields as received. It is the
+	// response's own Header when the downloader leaves it as received
+	// (no content coding to remove), a copy otherwise: read it, do not
+	// change it.
 	Header http.Header
 	// Payload is the body as read from the connection, up to where the
 	// downloader stopped reading (a body over DOWNLOAD_MAXSIZE is cut).
@@ -94,7 +97,16 @@ func (c *Capture) response(hres *http.Response) {
 	defer c.mu.Unlock()
 	c.Responded = true
 	c.Proto, c.Status, c.StatusCode = hres.Proto, hres.Status, hres.StatusCode
-	c.Header = hres.Header.Clone()
+	c.Header = hres.Header // copied by keepHeader if the downloader changes it
+}
+
+// keepHeader gives c a copy of the response's header fields, which the
+// downloader is about to change (it drops Content-Encoding when it
+// decodes the body).
+func (c *Capture) keepHeader() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.Header = c.Header.Clone()
 }
 
 // tee returns body, copying what is read from it into Payload, every

@@ -357,6 +357,9 @@ func (d *Downloader) Fetch(ctx context.Context, req *spider.Request) (*spider.Re
 		if err != nil {
 			return nil, &Error{Kind: errkind.DownloadFailed, URL: req.URL.Redacted(), Err: err}
 		}
+		if capture != nil {
+			capture.keepHeader()
+		}
 		hres.Header.Del("Content-Encoding")
 		hres.Header.Del("Content-Length")
 		hint = -1 // the decoded length is unknown

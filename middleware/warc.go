@@ -193,7 +193,7 @@ func (m *Warc) inc(key string) {
 func (m *Warc) exchange(req *spider.Request, c *downloader.Capture, sent time.Time, res *spider.Response, err error) *warc.Exchange {
 	hr := c.Request
 	ex := &warc.Exchange{
-		URL: req.URL.String(), Date: sent, Method: hr.Method, Status: c.StatusCode,
+		URL: req.URL.String(), Parsed: req.URL, Date: sent, Method: hr.Method, Status: c.StatusCode,
 		Request: warc.RequestBytes(hr.Method, hr.URL.RequestURI(), hr.Host, hr.Header, c.RequestBody),
 		Payload: c.Payload,
 	}

@@ -264,20 +264,64 @@ func SURT(raw string) string {
 	if err != nil || u.Host == "" {
 		return strings.ToLower(raw)
 	}
+	return surtOf(u)
+}
+
+// SURTOf is SURT of a URL already parsed: SURTOf(u) == SURT(u.String())
+// for an absolute u, without parsing it again.
+func SURTOf(u *url.URL) string {
+	if u.Host == "" {
+		return strings.ToLower(u.String())
+	}
+	return surtOf(u)
+}
+
+// surtOf builds the key of u, which has a host, in one allocation.
+func surtOf(u *url.URL) string {
 	host := strings.TrimPrefix(strings.ToLower(u.Hostname()), "www.")
-	labels := strings.Split(host, ".")
-	slices.Reverse(labels)
-	key := strings.Join(labels, ",")
-	if p := u.Port(); p != "" && !(p == "80" && u.Scheme == "http") && !(p == "443" && u.Scheme == "https") {
-		key += ":" + p
+	port := u.Port()
+	if (port == "80" && u.Scheme == "http") || (port == "443" && u.Scheme == "https") {
+		port = ""
 	}
 	path := u.EscapedPath()
 	if path == "" {
 		path = "/"
 	}
-	key += ")" + strings.ToLower(path)
-	if u.RawQuery != "" {
-		key += "?" + strings.ToLower(u.RawQuery)
+	b := make([]byte, 0, len(host)+len(port)+len(path)+len(u.RawQuery)+4)
+	// The labels of host, last first, comma-separated.
+	for end := len(host); ; {
+		i := strings.LastIndexByte(host[:end], '.')
+		b = append(b, host[i+1:end]...)
+		if i < 0 {
+			break
+		}
+		b = append(b, ',')
+		end = i
 	}
-	return key
+	if port != "" {
+		b = append(append(b, ':'), port...)
+	}
+	b = appendLower(append(b, ')'), path)
+	if u.RawQuery != "" {
+		b = appendLower(append(b, '?'), u.RawQuery)
+	}
+	return string(b)
+}
+
+// appendLower appends s lower-cased as strings.ToLower does it for ASCII;
+// other text goes through strings.ToLower.
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return append(b, strings.ToLower(s)...)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
 }

@@ -3,6 +3,7 @@ package warc
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,5 +97,34 @@ func TestWriterIndexSorted(t *testing.T) {
 	}
 	if strings.Join(g, "\n") != strings.Join(wl, "\n") {
 		t.Errorf("index:\n%s\nwant:\n%s", strings.Join(g, "\n"), strings.Join(wl, "\n"))
+	}
+}
+
+// TestSURTOf checks the key made from a parsed URL against the one made
+// from its text, and both against the expected keys.
+func TestSURTOf(t *testing.T) {
+	cases := []struct{ url, want string }{
+		{"https://www.Example.com/a?b", "com,example)/a?b"},
+		{"http://example.com", "com,example)/"},
+		{"http://example.com:80/x", "com,example)/x"},
+		{"https://example.com:443/x", "com,example)/x"},
+		{"http://example.com:8080/X/Y?Q=1&R=2", "com,example:8080)/x/y?q=1&r=2"},
+		{"https://127.0.0.1:4000/p", "1,0,0,127:4000)/p"},
+		{"http://a..b/", "b,,a)/"},
+		{"http://sub.www.example.org/%C3%89t%C3%A9", "org,example,www,sub)/%c3%89t%c3%a9"},
+		{"http://example.com/\u00c9t\u00e9?\u00c9", "com,example)/%c3%89t%c3%a9?\u00e9"},
+		{"http://[::1]:9000/a", "::1:9000)/a"},
+	}
+	for _, c := range cases {
+		u, err := url.Parse(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := SURT(c.url); got != c.want {
+			t.Errorf("SURT(%q) = %q, want %q", c.url, got, c.want)
+		}
+		if got := SURTOf(u); got != c.want {
+			t.Errorf("SURTOf(%q) = %q, want %q", c.url, got, c.want)
+		}
 	}
 }

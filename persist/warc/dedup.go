@@ -62,22 +62,29 @@ func newDedupTable(mode Dedup) *dedupTable {
 // its payload at once, so that of two identical payloads written at the
 // same time one is the revisit of the other.
 func (t *dedupTable) claim(url, digest string, date time.Time, add bool) *original {
+	if t.mode == DedupOff {
+		return nil
+	}
+	// Both hashes are taken once, before the lock: the lookup and the
+	// insertion share them, and the other downloads do not wait on them.
+	hu, hd := t.hash(url), t.hash(digest)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if o := t.find(url, digest); o != nil {
+	if o := t.findHashed(url, hu, hd, digest); o != nil {
 		return o
 	}
 	if add {
-		t.addLocked(url, digest, date)
+		t.addHashed(url, hu, hd, digest, date)
 	}
 	return nil
 }
 
-// find is claim's lookup; t.mu is held.
-func (t *dedupTable) find(url, digest string) *original {
+// findHashed is claim's lookup, with the hashes of url (hu) and digest
+// (hd) taken; t.mu is held.
+func (t *dedupTable) findHashed(url string, hu, hd hash128, digest string) *original {
 	switch t.mode {
 	case DedupURL:
-		if c, ok := t.byURL[t.hash(url)]; ok && c.digest == t.hash(digest) {
+		if c, ok := t.byURL[hu]; ok && c.digest == hd {
 			return &original{url, time.Unix(0, c.date).UTC()}
 		}
 	case DedupDigest:
@@ -113,7 +120,12 @@ func (t *dedupTable) addLocked(url, digest string, date time.Time) {
 	if t.mode == DedupOff {
 		return
 	}
-	t.byURL[t.hash(url)] = urlCapture{t.hash(digest), date.UnixNano()}
+	t.addHashed(url, t.hash(url), t.hash(digest), digest, date)
+}
+
+// addHashed is addLocked with the hashes of url (hu) and digest (hd) taken.
+func (t *dedupTable) addHashed(url string, hu, hd hash128, digest string, date time.Time) {
+	t.byURL[hu] = urlCapture{hd, date.UnixNano()}
 	if t.byDigest != nil {
 		if _, ok := t.byDigest[digest]; !ok {
 			t.byDigest[digest] = original{url, date}

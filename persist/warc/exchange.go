@@ -3,6 +3,7 @@ package warc
 import (
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,10 @@ const (
 type Exchange struct {
 	// URL is the request's absolute URL (WARC-Target-URI).
 	URL string
+	// Parsed, when set, is URL parsed (url.Parse(URL) gives the same
+	// fields): the index key is made from it without parsing URL again.
+	// Leave it nil when you only have the string.
+	Parsed *url.URL
 	// Date is when the request was sent (WARC-Date of both records).
 	Date time.Time
 	// IP is the address of the server (or proxy) connected to

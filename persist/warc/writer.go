@@ -272,7 +272,13 @@ func (w *Writer) prepare(ex *Exchange) (p *pending, revisit bool, err error) {
 	if p.data, err = compressWith(resPool, p.data, resH, block...); err != nil {
 		return nil, false, err
 	}
-	e := Entry{SURT: SURT(ex.URL), Time: ex.Date, URL: ex.URL, Type: typ, Status: ex.Status, MIME: ex.MIME,
+	var key string
+	if ex.Parsed != nil {
+		key = SURTOf(ex.Parsed)
+	} else {
+		key = SURT(ex.URL)
+	}
+	e := Entry{SURT: key, Time: ex.Date, URL: ex.URL, Type: typ, Status: ex.Status, MIME: ex.MIME,
 		Length: int64(len(p.data)) - p.reqLen}
 	if ex.Method != http.MethodGet {
 		e.Method = ex.Method
