@@ -275,6 +275,25 @@ func crawl(sc scenario.Scenario, variant, bin string, timeout time.Duration, nof
 			r.RoundTripsPerPage = float64(r.RedisRoundTrips) / float64(r.Pages)
 		}
 	}
+	if rs != nil {
+		// The workers' own count: one per command sent alone, one per
+		// pipeline (bench/cmd/runner's go-redis hook).
+		for _, m := range results {
+			var w struct {
+				Redis *struct {
+					RoundTrips int64 `json:"round_trips"`
+					Dials      int64 `json:"dials"`
+				} `json:"redis"`
+			}
+			if len(m) > 0 && json.Unmarshal(m, &w) == nil && w.Redis != nil {
+				r.ClientRoundTrips += w.Redis.RoundTrips
+				r.RedisDials += w.Redis.Dials
+			}
+		}
+		if r.Pages > 0 {
+			r.ClientRoundTripsPerPage = float64(r.ClientRoundTrips) / float64(r.Pages)
+		}
+	}
 	for i, m := range results {
 		if len(m) > 0 {
 			fmt.Printf("  runner %d              %s\n", i+1, m)
