@@ -72,7 +72,7 @@ type Report struct {
 	// peak RSS is the largest one's. RedisRoundTrips counts the requests
 	// the Redis server read from the workers (INFO stats
 	// total_reads_processed: a pipeline or a script call is one, as a
-	// single command), RedisCommands the commands it ran (a pipeline of n
+	// single command, and a request over 16 KB more), RedisCommands the commands it ran (a pipeline of n
 	// commands counts n), RedisCPUSeconds its own CPU time;
 	// VsOneProcess is the time to the last 200 over the one-process
 	// crawl's in the same run.
