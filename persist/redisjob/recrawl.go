@@ -29,7 +29,7 @@ func (j *Job) RecrawlStore(c *spider.Crawler) (recrawl.Store, pqueue.Codec, erro
 }
 
 func (j *Job) recrawlStore() *recrawlStore {
-	return &recrawlStore{c: j.c, recs: j.l.JobKey("recrawl"), round: j.l.JobKey("round"), seed: j.l.JobKey("seed")}
+	return &recrawlStore{c: j.c, q: &coalescer{c: j.c}, recs: j.l.JobKey("recrawl"), round: j.l.JobKey("round"), seed: j.l.JobKey("seed")}
 }
 
 // beginRecrawl begins the job's next round when RECRAWL_ENABLED asks for
@@ -55,14 +55,21 @@ func (j *Job) beginRecrawl(ctx context.Context) error {
 	return nil
 }
 
-// recrawlStore is a recrawl.Store in the job's Redis.
+// recrawlStore is a recrawl.Store in the job's Redis. Get and Put, called
+// for every page, go through q: the calls of concurrent pages share round
+// trips.
 type recrawlStore struct {
 	c                 redis.UniversalClient
+	q                 *coalescer
 	recs, round, seed string
 }
 
 func (s *recrawlStore) Get(ctx context.Context, key string) (recrawl.Record, bool, error) {
-	b, err := s.c.HGet(ctx, s.recs, key).Bytes()
+	cmd, err := s.q.do(ctx, func(p redis.Pipeliner) redis.Cmder { return p.HGet(ctx, s.recs, key) })
+	if err != nil {
+		return recrawl.Record{}, false, err
+	}
+	b, err := cmd.(*redis.StringCmd).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return recrawl.Record{}, false, nil
 	}
@@ -81,7 +88,11 @@ func (s *recrawlStore) Put(ctx context.Context, key string, r recrawl.Record) er
 	if err != nil {
 		return err
 	}
-	return s.c.HSet(ctx, s.recs, key, b).Err()
+	cmd, err := s.q.do(ctx, func(p redis.Pipeliner) redis.Cmder { return p.HSet(ctx, s.recs, key, b) })
+	if err != nil {
+		return err
+	}
+	return cmd.Err()
 }
 
 func (s *recrawlStore) Each(ctx context.Context, fn func(string, recrawl.Record) error) error {

@@ -20,10 +20,11 @@
 // by one process, then by N runner processes that are the workers of one
 // job in a redis-server it starts on a free loopback port (REDIS_URL). The
 // second report sums the workers' CPU time, compares its time to the last
-// 200 with the first one's, and counts the Redis round trips: the read
-// events of the server on client sockets (INFO stats
-// total_reads_processed), one per request it reads from a client, a
-// pipeline or a script call being one, as a single command is.
+// 200 with the first one's, and counts the Redis round trips twice: by the
+// workers (a go-redis hook in each runner: a command sent alone, a script
+// call included, is one, a pipeline is one) and by the server (its read
+// events on client sockets, INFO stats total_reads_processed: one per
+// request it reads, more for a request over its 16 KB read size).
 // -only-workers skips the one-process crawl (the report then has no
 // comparison with it).
 package main
@@ -273,6 +274,25 @@ func crawl(sc scenario.Scenario, variant, bin string, timeout time.Duration, nof
 		}
 		if r.Pages > 0 {
 			r.RoundTripsPerPage = float64(r.RedisRoundTrips) / float64(r.Pages)
+		}
+	}
+	if rs != nil {
+		// The workers' own count: one per command sent alone, one per
+		// pipeline (bench/cmd/runner's go-redis hook).
+		for _, m := range results {
+			var w struct {
+				Redis *struct {
+					RoundTrips int64 `json:"round_trips"`
+					Dials      int64 `json:"dials"`
+				} `json:"redis"`
+			}
+			if len(m) > 0 && json.Unmarshal(m, &w) == nil && w.Redis != nil {
+				r.ClientRoundTrips += w.Redis.RoundTrips
+				r.RedisDials += w.Redis.Dials
+			}
+		}
+		if r.Pages > 0 {
+			r.ClientRoundTripsPerPage = float64(r.ClientRoundTrips) / float64(r.Pages)
 		}
 	}
 	for i, m := range results {

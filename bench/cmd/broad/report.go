@@ -72,7 +72,7 @@ type Report struct {
 	// peak RSS is the largest one's. RedisRoundTrips counts the requests
 	// the Redis server read from the workers (INFO stats
 	// total_reads_processed: a pipeline or a script call is one, as a
-	// single command), RedisCommands the commands it ran (a pipeline of n
+	// single command, and a request over 16 KB more), RedisCommands the commands it ran (a pipeline of n
 	// commands counts n), RedisCPUSeconds its own CPU time;
 	// VsOneProcess is the time to the last 200 over the one-process
 	// crawl's in the same run.
@@ -82,8 +82,15 @@ type Report struct {
 	RedisCommands     int64            `json:"redis_commands,omitempty"`
 	RedisCommandCalls map[string]int64 `json:"redis_command_calls,omitempty"`
 	RedisCPUSeconds   float64          `json:"redis_cpu_s,omitempty"`
-	VsOneProcess      float64          `json:"vs_one_process,omitempty"`
-	NoFile            int              `json:"nofile,omitempty"`
+	// ClientRoundTrips counts the round trips as the workers sent them
+	// (a go-redis hook in each: a command sent alone, a script call
+	// included, is one, a pipeline is one), RedisDials the connections
+	// they opened.
+	ClientRoundTrips        int64   `json:"redis_client_round_trips,omitempty"`
+	ClientRoundTripsPerPage float64 `json:"redis_client_round_trips_per_page,omitempty"`
+	RedisDials              int64   `json:"redis_dials,omitempty"`
+	VsOneProcess            float64 `json:"vs_one_process,omitempty"`
+	NoFile                  int     `json:"nofile,omitempty"`
 }
 
 // tolerance is how far under the jitter range a gap may be and still be
@@ -241,5 +248,7 @@ func (r Report) print(w io.Writer) {
 		fmt.Fprintf(w, "  redis                 %d round trips (%.2f per page), %d commands (%.2f per page), server CPU %.1f s\n",
 			r.RedisRoundTrips, r.RoundTripsPerPage, r.RedisCommands, float64(r.RedisCommands)/max(1, float64(r.Pages)), r.RedisCPUSeconds)
 		fmt.Fprintf(w, "                        by command %v\n", r.RedisCommandCalls)
+		fmt.Fprintf(w, "  redis (client)        %d round trips (%.2f per page) counted by the workers, %d connections opened\n",
+			r.ClientRoundTrips, r.ClientRoundTripsPerPage, r.RedisDials)
 	}
 }

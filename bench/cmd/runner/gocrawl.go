@@ -124,6 +124,7 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 		defer cleanup()
 		opts.Pipelines = feed.Pipelines(ex)
 	}
+	var rc *redisCounter
 	if redisURL != "" {
 		// As `gocrawl run -s REDIS_URL=...`: this process is one worker of
 		// a job kept in Redis, the frontier, dupefilter and per-host rules
@@ -142,6 +143,8 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 		}
 		defer shared.Close()
 		opts.Shared = shared
+		rc = newRedisCounter()
+		shared.Client().AddHook(rc)
 	}
 	eng, err := engine.New(sp, set, opts)
 	if err != nil {
@@ -164,6 +167,9 @@ func runGocrawl(ctx context.Context, sc scenario.Scenario, v scenario.Variant, u
 		}
 	}
 	res.Errors = snap.Global.Completed() - snap.Global.OK
+	if rc != nil {
+		res.Redis = rc.stats()
+	}
 	return res, nil
 }
 

@@ -42,6 +42,9 @@ type Result struct {
 	JobSyncs uint64 `json:"job_syncs,omitempty"`
 	// RSS is the memory curve (with -rss-every).
 	RSS []RSSPoint `json:"rss,omitempty"`
+	// Redis are the worker's Redis round trips counted at the client
+	// (with -redis-url).
+	Redis *RedisClientStats `json:"redis,omitempty"`
 }
 
 func main() {
