@@ -355,10 +355,16 @@ func (r *recrawler) observeETag(scope string, prev recrawl.Record, found bool, r
 func (r *recrawler) visited(ctx context.Context, req *spider.Request, res *spider.Response) *spider.Request {
 	e := r.e
 	k := key(req)
-	prev, found, err := r.store.Get(ctx, k)
-	if err != nil {
-		e.log.Error().Err(err).Str("url", req.URL.Redacted()).Msg("recrawl: cannot read the URL's record")
-		return nil
+	var (
+		prev  recrawl.Record
+		found bool
+	)
+	if r.readsRecords() {
+		var err error
+		if prev, found, err = r.store.Get(ctx, k); err != nil {
+			e.log.Error().Err(err).Str("url", req.URL.Redacted()).Msg("recrawl: cannot read the URL's record")
+			return nil
+		}
 	}
 	var fp recrawl.Hash
 	if res.Status >= 200 && res.Status < 300 {
@@ -402,6 +408,16 @@ func (r *recrawler) visited(ctx context.Context, req *spider.Request, res *spide
 		r.freshness(k, rec.State.Due)
 	}
 	return next
+}
+
+// readsRecords says whether a visit reads the URL's record before writing
+// its new one. The first crawl of a job (round 0, no continuous mode) has
+// no earlier round to compare with: every page in it is new, and a record
+// it finds can only be its own round's (a page visited again in the same
+// round), so it writes without reading. That saves a store read per page,
+// a round trip in a distributed crawl.
+func (r *recrawler) readsRecords() bool {
+	return r.round.N > 0 || r.round.Legacy || r.policy != nil
 }
 
 // freshness records that the URL of key was visited and is due again at

@@ -186,3 +186,55 @@ func TestRoundRevisitHeldByBudget(t *testing.T) {
 		t.Errorf("the request a record keeps has salt %v, DontFilter %v", s.Get(dupefilter.MetaSalt), s.DontFilter)
 	}
 }
+
+// countingStore counts the record reads of a store.
+type countingStore struct {
+	recrawl.Store
+	gets int
+}
+
+func (s *countingStore) Get(ctx context.Context, key string) (recrawl.Record, bool, error) {
+	s.gets++
+	return s.Store.Get(ctx, key)
+}
+
+// A visit reads the URL's record only when there is an earlier round to
+// compare with or a schedule to follow: the first crawl of a job writes
+// without reading (a round trip less per page in a distributed crawl).
+func TestVisitReadsRecordOnlyWhenItCan(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		round     recrawl.Round
+		policy    recrawl.Policy
+		wantReads int
+	}{
+		{"first crawl", recrawl.Round{N: 0}, nil, 0},
+		{"a recrawl round", recrawl.Round{N: 1}, nil, 1},
+		{"a legacy round", recrawl.Round{N: 1, Legacy: true}, nil, 1},
+		{"continuous mode", recrawl.Round{N: 0}, recrawl.Fixed(time.Hour), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := &recordingSpider{Base: spider.Base{StartURLs: []string{"http://127.0.0.1:1/"}}}
+			e, err := New(sp, testSettings(t), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := newRecrawlerWith(context.Background(), e, recrawl.Fixed(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := &countingStore{Store: r.store}
+			r.store, r.round, r.policy = store, tc.round, tc.policy
+			req := spider.MustRequest("http://127.0.0.1:1/p/1", nil)
+			res := &spider.Response{URL: req.URL, Status: http.StatusOK, Header: http.Header{"Etag": {`"a"`}}, Body: []byte("<p>one</p>"), Request: req}
+			r.visited(context.Background(), req, res)
+			if store.gets != tc.wantReads {
+				t.Errorf("record reads: %d, want %d", store.gets, tc.wantReads)
+			}
+			rec, found, err := store.Store.Get(context.Background(), key(req))
+			if err != nil || !found || rec.ETag != `"a"` {
+				t.Errorf("the visit's record: %+v, found %v, err %v; want written with its ETag", rec, found, err)
+			}
+		})
+	}
+}
