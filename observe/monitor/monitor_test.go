@@ -239,7 +239,7 @@ func TestFromSettings(t *testing.T) {
 		{"share above 1", map[string]any{"MONITOR_MAX_ERROR_SHARE": 1.5}, nil, "", "1.5 is not a share between 0 and 1"},
 		{"bad percentage", map[string]any{"MONITOR_MAX_429_SHARE": "five%"}, nil, "", `"five%" is not a percentage`},
 		{"negative minimum", map[string]any{"MONITOR_MIN_ITEMS": -1}, nil, "", "-1 is negative"},
-		{"bad webhook", map[string]any{"MONITOR_WEBHOOK_URL": "hooks.example.com/x"}, nil, "", "is not an http or https URL"},
+		{"bad webhook (a secret: its value is not shown)", map[string]any{"MONITOR_WEBHOOK_URL": "hooks.example.com/x"}, nil, "", "MONITOR_WEBHOOK_URL: the value is not a valid http or https URL (not shown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := load(t, tc.set)
