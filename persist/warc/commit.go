@@ -196,13 +196,8 @@ func (w *Writer) writeBatch(batch []*pending) {
 	}
 }
 
-// compress appends to dst one gzip member holding the record of header h
-// and block parts.
-func (w *Writer) compress(dst []byte, h Header, parts ...[]byte) ([]byte, error) {
-	return compressWith(w.pool, dst, h, parts...)
-}
-
-// compressWith is compress with the compressors of pool.
+// compressWith appends to dst one gzip member holding the record of
+// header h and block parts, compressed with a compressor of pool.
 func compressWith(pool *compressors, dst []byte, h Header, parts ...[]byte) ([]byte, error) {
 	zw := pool.get()
 	defer pool.put(zw)

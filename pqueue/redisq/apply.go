@@ -30,10 +30,6 @@ type wire struct {
 	at time.Time
 }
 
-func (b *batch) empty() bool {
-	return len(b.inits)+len(b.pushes)+len(b.acks)+len(b.nacks)+len(b.stats)+len(b.wires) == 0
-}
-
 // gateInit creates the gate of a scope seen for the first time.
 type gateInit struct {
 	scope  string
