@@ -45,21 +45,32 @@ func (g *pipelineGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	}
 }
 
-// Record reads and writes made while a pipeline is in flight go together
-// in the next one, each caller getting its own answer: n pages cost two
-// round trips here, not 2n.
-func TestRecrawlStoreCoalesces(t *testing.T) {
+// gatedRecrawlStore is a record store on the shared test Redis, under a key
+// of its own (deleted at the end of the test), whose client's first
+// pipeline waits for the gate's release.
+func gatedRecrawlStore(t *testing.T, name string) (*recrawlStore, *pipelineGate) {
+	t.Helper()
 	ctx := context.Background()
 	c, err := redisq.Dial(ctx, redistest.Shared(t).URL(), redisq.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	gate := &pipelineGate{release: make(chan struct{})}
 	c.AddHook(gate)
-	key := fmt.Sprintf("coalesce-test-%p", gate)
-	defer c.Del(ctx, key)
-	s := &recrawlStore{c: c, q: &coalescer{c: c}, recs: key}
+	key := fmt.Sprintf("%s-%p", name, gate)
+	t.Cleanup(func() {
+		c.Del(ctx, key)
+		c.Close()
+	})
+	return &recrawlStore{c: c, q: &coalescer{c: c}, recs: key}, gate
+}
+
+// Record reads and writes made while a pipeline is in flight go together
+// in the next one, each caller getting its own answer: n pages cost two
+// round trips here, not 2n.
+func TestRecrawlStoreCoalesces(t *testing.T) {
+	ctx := context.Background()
+	s, gate := gatedRecrawlStore(t, "coalesce-test")
 
 	// The first call's pipeline is held; n more calls queue behind it.
 	const n = 40
@@ -116,16 +127,7 @@ func TestRecrawlStoreCoalesces(t *testing.T) {
 // A caller whose context ends stops waiting; the store stays usable.
 func TestRecrawlStoreCanceled(t *testing.T) {
 	ctx := context.Background()
-	c, err := redisq.Dial(ctx, redistest.Shared(t).URL(), redisq.DialOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	gate := &pipelineGate{release: make(chan struct{})}
-	c.AddHook(gate)
-	key := fmt.Sprintf("coalesce-cancel-%p", gate)
-	defer c.Del(ctx, key)
-	s := &recrawlStore{c: c, q: &coalescer{c: c}, recs: key}
+	s, gate := gatedRecrawlStore(t, "coalesce-cancel")
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, _, err := s.Get(cctx, "a"); !errors.Is(err, context.Canceled) {
