@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gocrawl/gocrawl/observe/metrics"
+	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/settings"
 )
 
@@ -30,10 +32,7 @@ type JobResult struct {
 
 // resultOf reads a job's figures from a stats dump (metrics.Dump).
 func resultOf(b []byte) (*JobResult, error) {
-	var dump struct {
-		Reason string             `json:"reason"`
-		Stats  map[string]float64 `json:"stats"`
-	}
+	var dump metrics.Dump
 	if err := json.Unmarshal(b, &dump); err != nil {
 		return nil, err
 	}
@@ -42,7 +41,7 @@ func resultOf(b []byte) (*JobResult, error) {
 	return &JobResult{
 		Reason:   dump.Reason,
 		Pages:    n("downloader/response_count"),
-		Items:    n("item_scraped_count"),
+		Items:    n(stats.ItemScrapedCount),
 		Errors:   n("downloader/exception_count") + n("spider_exceptions/count"),
 		Duration: st["elapsed_time_seconds"],
 	}, nil
