@@ -18,6 +18,7 @@ import (
 	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/downloader"
 	"github.com/gocrawl/gocrawl/errkind"
+	"github.com/gocrawl/gocrawl/internal/redact"
 	"github.com/gocrawl/gocrawl/internal/version"
 	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/persist/warc"
@@ -160,20 +161,37 @@ func (m *Warc) WrapFetcher(next Fetcher) Fetcher {
 			return res, err // nothing went over the wire (cache, render, refused)
 		}
 		ex := m.exchange(req, c, sent, res, err)
-		revisit, werr := m.w.Write(ex)
-		if werr != nil {
-			m.inc("warc/errors")
-			return nil, &FatalError{Reason: "warc_error", Err: fmt.Errorf("archiving %s: %w%s", req.URL.Redacted(), werr, diskHint(werr))}
-		}
-		m.inc("warc/exchanges")
-		if revisit {
-			m.inc("warc/revisits")
-		}
-		if ex.Truncated != "" {
-			m.inc("warc/truncated")
+		if werr := m.write(req, ex, false); werr != nil {
+			return nil, werr
 		}
 		return res, err
 	})
+}
+
+// write archives ex, an exchange of req (one the browser made to render
+// req when rendered is true), and counts it; an error is the crawl's
+// end (warc_error).
+func (m *Warc) write(req *spider.Request, ex *warc.Exchange, rendered bool) error {
+	revisit, err := m.w.Write(ex)
+	if err != nil {
+		m.inc("warc/errors")
+		what := req.URL.Redacted()
+		if rendered {
+			what = redact.String(ex.URL) + " (rendering " + what + ")"
+		}
+		return &FatalError{Reason: "warc_error", Err: fmt.Errorf("archiving %s: %w%s", what, err, diskHint(err))}
+	}
+	m.inc("warc/exchanges")
+	if rendered {
+		m.inc("warc/rendered_exchanges")
+	}
+	if revisit {
+		m.inc("warc/revisits")
+	}
+	if ex.Truncated != "" {
+		m.inc("warc/truncated")
+	}
+	return nil
 }
 
 func diskHint(err error) string {

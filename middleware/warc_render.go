@@ -22,19 +22,8 @@ func (m *Warc) archiveRendered(req *spider.Request, c *downloader.Capture) error
 			m.log.Warn().Str("page", req.URL.Redacted()).Err(err).Msg("WARC: an exchange of a rendered page is not archived")
 			continue
 		}
-		revisit, werr := m.w.Write(ex)
-		if werr != nil {
-			m.inc("warc/errors")
-			return &FatalError{Reason: "warc_error", Err: fmt.Errorf("archiving %s (rendering %s): %w%s",
-				redacted(ex.URL), req.URL.Redacted(), werr, diskHint(werr))}
-		}
-		m.inc("warc/exchanges")
-		m.inc("warc/rendered_exchanges")
-		if revisit {
-			m.inc("warc/revisits")
-		}
-		if ex.Truncated != "" {
-			m.inc("warc/truncated")
+		if err := m.write(req, ex, true); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -62,12 +51,4 @@ func renderedExchange(b *downloader.BrowserExchange, page string) (*warc.Exchang
 	ex.MIME, _, _ = strings.Cut(b.Header.Get("Content-Type"), ";")
 	ex.MIME = strings.ToLower(strings.TrimSpace(ex.MIME))
 	return ex, nil
-}
-
-// redacted is raw with a password masked.
-func redacted(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return raw
 }
