@@ -35,6 +35,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocrawl/gocrawl/devtools/internal/serverproc"
+
 	"github.com/jackc/pgx/v5"
 )
 
@@ -58,8 +60,7 @@ type Server struct {
 	cred *syscall.Credential
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *serverproc.Process
 }
 
 // binDir returns the directory of initdb and postgres, or fails/skips t.
@@ -149,7 +150,7 @@ func Start(t testing.TB) *Server {
 	t.Cleanup(s.Stop)
 	var last error
 	for range 5 { // a free port can be taken between probing and binding
-		if s.Port, err = freePort(); err != nil {
+		if s.Port, err = serverproc.FreePort(); err != nil {
 			t.Fatal(err)
 		}
 		if last = s.run(); last == nil {
@@ -158,15 +159,6 @@ func Start(t testing.TB) *Server {
 	}
 	t.Fatalf("pgtest: cannot start postgres: %v", last)
 	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // run starts postgres on s.Port and waits until it accepts connections.
@@ -180,35 +172,33 @@ func (s *Server) run() error {
 		"-h", s.Host, "-p", strconv.Itoa(s.Port), "-k", s.Dir,
 		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "shared_buffers=16MB", "-c", "max_connections=40",
 		"-c", "logging_collector=off")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	p, err := serverproc.Start(cmd, serverproc.Spec{
+		Name:    fmt.Sprintf("postgres on port %d", s.Port),
+		Timeout: 30 * time.Second,
+		Poll:    50 * time.Millisecond,
+		Ready: func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			c, err := pgx.Connect(ctx, s.URL("postgres"))
+			if err != nil {
+				return err
+			}
+			return c.Close(context.Background())
+		},
+		Log: func() string {
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "postgres.log"))
+			return lastLines(string(log), 5)
+		},
+	})
+	if err != nil {
 		return err
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
 	s.mu.Lock()
-	s.cmd, s.done = cmd, done
+	s.proc = p
 	s.mu.Unlock()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-done:
-			log, _ := os.ReadFile(filepath.Join(s.Dir, "postgres.log"))
-			return fmt.Errorf("postgres on port %d exited at start: %s", s.Port, lastLines(string(log), 5))
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := pgx.Connect(ctx, s.URL("postgres"))
-		cancel()
-		if err == nil {
-			c.Close(context.Background())
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	s.Stop()
-	return fmt.Errorf("postgres on port %d did not accept connections within 30s", s.Port)
+	return nil
 }
 
 func lastLines(s string, n int) string {
@@ -255,18 +245,11 @@ func (s *Server) CreateDB(t testing.TB, name string) string {
 // waits for it. Start it again with Restart.
 func (s *Server) Stop() {
 	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.cmd = nil
+	p := s.proc
+	s.proc = nil
 	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+	if p != nil {
+		p.Stop(syscall.SIGINT, 30*time.Second)
 	}
 }
 

@@ -30,9 +30,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gocrawl/gocrawl/devtools/internal/serverproc"
 )
 
 // SkipEnv is the environment variable that skips the Redis tests when set
@@ -57,8 +58,7 @@ type Server struct {
 	cluster bool
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *serverproc.Process
 }
 
 // URL is the server's redis:// URL, database 0.
@@ -99,7 +99,7 @@ func Start(t testing.TB, o Options) *Server {
 func start(bin, dir string, o Options, cluster bool) (*Server, error) {
 	var last error
 	for range 5 { // a free port can be taken between probing and binding
-		port, err := freePort()
+		port, err := serverproc.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -111,15 +111,6 @@ func start(bin, dir string, o Options, cluster bool) (*Server, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("redistest: cannot start redis-server: %w", last)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // run starts the process on s.Addr and waits until it answers PING.
@@ -137,44 +128,39 @@ func (s *Server) run(bin string) error {
 			"--cluster-node-timeout", "2000")
 	}
 	args = append(args, s.opts.Args...)
-	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	p, err := serverproc.Start(exec.Command(bin, args...), serverproc.Spec{
+		Name:    "redis-server on " + s.Addr,
+		Timeout: 10 * time.Second,
+		Poll:    20 * time.Millisecond,
+		Ready: func() error {
+			if reply, err := Command(s.Addr, "PING"); err != nil || reply != "PONG" {
+				return fmt.Errorf("PING: %q, %v", reply, err)
+			}
+			return nil
+		},
+		Log: func() string {
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			return strings.TrimSpace(string(log))
+		},
+	})
+	if err != nil {
 		return err
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
 	s.mu.Lock()
-	s.cmd, s.done = cmd, done
+	s.proc = p
 	s.mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-done:
-			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
-			return fmt.Errorf("redis-server on %s exited at start: %s", s.Addr, strings.TrimSpace(string(log)))
-		default:
-		}
-		if reply, err := Command(s.Addr, "PING"); err == nil && reply == "PONG" {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	s.Kill()
-	return fmt.Errorf("redis-server on %s did not answer PING within 10s", s.Addr)
+	return nil
 }
 
 // Kill stops the server with SIGKILL (as a crash) and waits for it.
 func (s *Server) Kill() {
 	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.cmd = nil
+	p := s.proc
+	s.proc = nil
 	s.mu.Unlock()
-	if cmd == nil {
-		return
+	if p != nil {
+		p.Kill()
 	}
-	_ = cmd.Process.Kill()
-	<-done
 }
 
 // Restart starts the server again on the same port and directory after
