@@ -152,34 +152,6 @@ func canonical(lens []uint8) []hcode {
 	return out
 }
 
-// bitWriter appends bits to dst, from the low bits of each byte.
-type bitWriter struct {
-	dst []byte
-	acc uint64
-	n   uint // bits in acc, under 32 between calls
-}
-
-// put writes the nb low bits of v (nb at most 32).
-func (w *bitWriter) put(v uint64, nb uint) {
-	w.acc |= v << w.n
-	w.n += nb
-	if w.n >= 32 {
-		w.dst = binary.LittleEndian.AppendUint32(w.dst, uint32(w.acc))
-		w.acc >>= 32
-		w.n -= 32
-	}
-}
-
-// flush writes the bits left, the last byte padded with zeros.
-func (w *bitWriter) flush() {
-	for w.n > 0 {
-		w.dst = append(w.dst, byte(w.acc))
-		w.acc >>= 8
-		w.n -= min(w.n, 8)
-	}
-	w.acc, w.n = 0, 0
-}
-
 // The hash table of the match finder: positions of earlier 4-byte
 // strings, by hash.
 const hashBits = 14
@@ -191,14 +163,22 @@ type deflater struct {
 	table [1 << hashBits]int32
 	base  int32
 	rec   []byte // the record, assembled
+	out   []byte // its deflate block
 }
 
 func hash4(u uint32) uint32 { return (u * 2654435761) >> (32 - hashBits) }
 
-// encode appends to w src as one final deflate block with codes c.
-func (d *deflater) encode(w *bitWriter, src []byte, c *codes) {
-	w.dst = append(w.dst, c.head...)
-	w.acc, w.n = c.headAcc, c.headN
+// encode appends to dst src as one final deflate block with codes c.
+func (d *deflater) encode(dst, src []byte, c *codes) []byte {
+	dst = append(dst, c.head...)
+	// Room for the worst case (every byte a literal of 15 bits at most),
+	// so that the bits go to out without growing it.
+	o := len(dst)
+	if need := o + 2*len(src) + 16; cap(dst) < need {
+		dst = append(dst[:cap(dst)], make([]byte, need-cap(dst))...)
+	}
+	out := dst[:cap(dst)]
+	acc, nb := c.headAcc, c.headN // bits not yet in out: fewer than 32
 	if d.base > 1<<30 {
 		clear(d.table[:])
 		d.base = 0
@@ -206,12 +186,6 @@ func (d *deflater) encode(w *bitWriter, src []byte, c *codes) {
 	base := int(d.base)
 	d.base += int32(len(src)) + maxDistance + 1 // older entries are out of reach
 	emit := 0
-	literals := func(to int) {
-		for _, b := range src[emit:to] {
-			l := c.lit[b]
-			w.put(l.bits(), l.len())
-		}
-	}
 	limit := len(src) - 8 // room for the 8-byte loads of matchLen and the hash
 	for s := 0; s < limit; {
 		cv := binary.LittleEndian.Uint32(src[s:])
@@ -228,7 +202,7 @@ func (d *deflater) encode(w *bitWriter, src []byte, c *codes) {
 			cand--
 			s--
 		}
-		literals(s)
+		o, acc, nb = putLiterals(out, o, acc, nb, src[emit:s], c)
 		n := minMatch + matchLen(src[s+minMatch:], src[cand+minMatch:])
 		dist := s - cand
 		dsym := distHigh[(dist-1)>>7]
@@ -244,8 +218,8 @@ func (d *deflater) encode(w *bitWriter, src []byte, c *codes) {
 			if n-m > 0 && n-m < 3 {
 				m = n - 3
 			}
-			w.put(uint64(c.lens[m]), uint(c.lensLen[m]))
-			w.put(dcode, dlen)
+			o, acc, nb = putBits(out, o, acc, nb, uint64(c.lens[m]), uint(c.lensLen[m]))
+			o, acc, nb = putBits(out, o, acc, nb, dcode, dlen)
 			n -= m
 		}
 		emit = s
@@ -253,10 +227,46 @@ func (d *deflater) encode(w *bitWriter, src []byte, c *codes) {
 			d.table[hash4(binary.LittleEndian.Uint32(src[s-2:]))] = int32(s - 2 + base)
 		}
 	}
-	literals(len(src))
+	o, acc, nb = putLiterals(out, o, acc, nb, src[emit:], c)
 	eob := c.lit[256]
-	w.put(eob.bits(), eob.len())
-	w.flush()
+	o, acc, nb = putBits(out, o, acc, nb, eob.bits(), eob.len())
+	for ; nb > 0; nb -= min(nb, 8) { // the last byte padded with zeros
+		out[o] = byte(acc)
+		o++
+		acc >>= 8
+	}
+	return out[:o]
+}
+
+// putBits writes the n low bits of v (n at most 32) after the nb bits of
+// acc, moving whole words of acc to out[o:]; it returns the new o, acc
+// and nb.
+func putBits(out []byte, o int, acc uint64, nb uint, v uint64, n uint) (int, uint64, uint) {
+	acc |= v << nb
+	nb += n
+	if nb >= 32 {
+		binary.LittleEndian.PutUint32(out[o:], uint32(acc))
+		o += 4
+		acc >>= 32
+		nb -= 32
+	}
+	return o, acc, nb
+}
+
+// putLiterals writes the codes of the bytes lits, as putBits.
+func putLiterals(out []byte, o int, acc uint64, nb uint, lits []byte, c *codes) (int, uint64, uint) {
+	for _, b := range lits {
+		l := c.lit[b]
+		acc |= l.bits() << nb
+		nb += l.len()
+		if nb >= 32 {
+			binary.LittleEndian.PutUint32(out[o:], uint32(acc))
+			o += 4
+			acc >>= 32
+			nb -= 32
+		}
+	}
+	return o, acc, nb
 }
 
 // matchLen returns how many bytes a and b share at their start (a is the
@@ -299,14 +309,11 @@ func appendMember(dst []byte, store bool, h Header, parts ...[]byte) ([]byte, bo
 	if len(d.rec) > presetMax+4<<10 { // a record of very long fields
 		return dst, false
 	}
-	start := len(dst)
 	dst = append(dst, gzipHeader...)
 	if !store {
-		w := bitWriter{dst: dst}
-		d.encode(&w, d.rec, fixedCodes)
-		dst = w.dst
-		if len(dst)-start-len(gzipHeader) > len(d.rec)+5 { // incompressible: stored is smaller
-			dst, store = dst[:start+len(gzipHeader)], true
+		d.out = d.encode(d.out[:0], d.rec, fixedCodes)
+		if store = len(d.out) > len(d.rec)+5; !store { // else incompressible: stored is smaller
+			dst = append(dst, d.out...)
 		}
 	}
 	if store {
@@ -315,7 +322,7 @@ func appendMember(dst []byte, store bool, h Header, parts ...[]byte) ([]byte, bo
 	dst = binary.LittleEndian.AppendUint32(dst, crc32.ChecksumIEEE(d.rec))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(d.rec)))
 	if cap(d.rec) > 2*presetMax {
-		d.rec = nil
+		d.rec, d.out = nil, nil
 	}
 	return dst, true
 }
