@@ -154,7 +154,7 @@ func canonical(lens []uint8) []hcode {
 
 // The hash table of the match finder: positions of earlier 4-byte
 // strings, by hash.
-const hashBits = 14
+const hashBits = 12
 
 // deflater compresses one record at a time into a gzip member. Its
 // table is not cleared between records: an entry of an earlier record
