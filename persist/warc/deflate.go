@@ -8,19 +8,20 @@ import (
 	"sync"
 )
 
-// This file holds the gzip members of small records: a record of up to
+// This file holds the gzip members of small records. A record of up to
 // presetMax bytes is compressed here, in one deflate block whose Huffman
-// codes are set in advance, instead of by the general compressor, which
-// builds the codes of every block from its symbols. For a page of a few
-// KiB, building those codes costs more than finding the repeated strings;
-// codes fixed in advance cost nothing, and lose a few percent of the
-// compressed size. Larger records amortize the building over more bytes
-// and go to the general compressor (klauspost/compress), as do the
-// levels above 1.
+// codes are set in advance (textCodes, built once from a typical record;
+// deflate's fixed codes for bytes unlike text), instead of by the general
+// compressor, which builds the codes of every block from its symbols: for
+// a page of a few KiB, building those codes costs more than finding the
+// repeated strings. The preset codes cost nothing to use, and lose about
+// a tenth of the compressed size on S1's pages. Larger records amortize
+// the building over more bytes and go to the general compressor
+// (klauspost/compress), as do the levels above 1.
 
 // presetMax is the size of the largest record compressed with preset
 // codes; larger ones get codes of their own.
-const presetMax = 32 << 10
+const presetMax = 16 << 10
 
 // Deflate's limits (RFC 1951).
 const (
@@ -164,6 +165,7 @@ type deflater struct {
 	base  int32
 	rec   []byte // the record, assembled
 	out   []byte // its deflate block
+	alt   []byte // another one, with other codes
 }
 
 func hash4(u uint32) uint32 { return (u * 2654435761) >> (32 - hashBits) }
@@ -311,7 +313,15 @@ func appendMember(dst []byte, store bool, h Header, parts ...[]byte) ([]byte, bo
 	}
 	dst = append(dst, gzipHeader...)
 	if !store {
-		d.out = d.encode(d.out[:0], d.rec, fixedCodes)
+		d.out = d.encode(d.out[:0], d.rec, textCodes)
+		if len(d.out) > len(d.rec)/2 {
+			// Bytes unlike a page's text (a page in a script other than
+			// Latin, binary data): the fixed codes may do better.
+			d.alt = d.encode(d.alt[:0], d.rec, fixedCodes)
+			if len(d.alt) < len(d.out) {
+				d.out, d.alt = d.alt, d.out
+			}
+		}
 		if store = len(d.out) > len(d.rec)+5; !store { // else incompressible: stored is smaller
 			dst = append(dst, d.out...)
 		}
@@ -322,7 +332,7 @@ func appendMember(dst []byte, store bool, h Header, parts ...[]byte) ([]byte, bo
 	dst = binary.LittleEndian.AppendUint32(dst, crc32.ChecksumIEEE(d.rec))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(d.rec)))
 	if cap(d.rec) > 2*presetMax {
-		d.rec, d.out = nil, nil
+		d.rec, d.out, d.alt = nil, nil, nil
 	}
 	return dst, true
 }

@@ -2,6 +2,7 @@ package warc
 
 import (
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
 	"io"
 	"math/rand/v2"
@@ -41,6 +42,8 @@ func TestAppendMember(t *testing.T) {
 		"run259": bytes.Repeat([]byte{'b'}, 259+4),
 		"random": random,
 		"mixed":  mixed.Bytes(),
+		"cyrillic": []byte(strings.Repeat("<p>Съешь же ещё этих мягких французских булок, да выпей чаю.</p>\n", 8) +
+			string(random[:2000])),
 	}
 	h := Header{{"WARC-Type", TypeResponse}, {"WARC-Target-URI", "http://example.com/"}}
 	for name, payload := range payloads {
@@ -72,6 +75,17 @@ func TestAppendMember(t *testing.T) {
 				if !store && name == "page" && len(out)-6 > want.Len()/4 {
 					t.Errorf("page: %d bytes compressed to %d", want.Len(), len(out)-6)
 				}
+			}
+		}
+	}
+	// Each code set on its own, whichever appendMember keeps.
+	var d deflater
+	for name, payload := range payloads {
+		for _, c := range []*codes{textCodes, fixedCodes} {
+			block := d.encode(nil, payload, c)
+			got, err := io.ReadAll(flate.NewReader(bytes.NewReader(block)))
+			if err != nil || !bytes.Equal(got, payload) {
+				t.Fatalf("%s, codes %p: read back %d bytes (%v), want %d", name, c, len(got), err, len(payload))
 			}
 		}
 	}
