@@ -38,7 +38,7 @@ func TestAppendMember(t *testing.T) {
 		"empty":  nil,
 		"short":  []byte("x"),
 		"page":   []byte(s1Page(3)),
-		"run":    bytes.Repeat([]byte{'a'}, 20000),
+		"run":    bytes.Repeat([]byte{'a'}, presetMax-1024),
 		"run259": bytes.Repeat([]byte{'b'}, 259+4),
 		"random": random,
 		"mixed":  mixed.Bytes(),
