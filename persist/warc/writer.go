@@ -62,7 +62,10 @@ type Options struct {
 	Dedup Dedup
 	// GzipLevel is the compression level of the gzip members: 1 (the
 	// fastest, used when 0) to 9 (the smallest), or GzipStore to store
-	// the records in gzip members uncompressed.
+	// the records in gzip members uncompressed. At level 1 a record of up
+	// to 16 KiB (a small page, a redirect, an error) is compressed with
+	// Huffman codes set in advance for the text of web pages, about three
+	// times faster than with codes of its own and about a tenth larger.
 	GzipLevel int
 	// Software is the warcinfo's software field ("gocrawl/1.2.3").
 	Software string
