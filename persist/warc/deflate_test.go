@@ -89,6 +89,17 @@ func TestAppendMember(t *testing.T) {
 			}
 		}
 	}
+	// Every short length, where the match finder's bounds are closest.
+	for n := range 300 {
+		for _, src := range [][]byte{mixed.Bytes()[1000 : 1000+n], bytes.Repeat([]byte("ab"), n)[:n], random[:n]} {
+			for _, c := range []*codes{textCodes, fixedCodes} {
+				got, err := io.ReadAll(flate.NewReader(bytes.NewReader(d.encode(nil, src, c))))
+				if err != nil || !bytes.Equal(got, src) {
+					t.Fatalf("%d bytes, codes %p: read back %d bytes (%v)", n, c, len(got), err)
+				}
+			}
+		}
+	}
 	if _, ok := appendMember(nil, false, h, []byte(strings.Repeat("y", presetMax+1))); ok {
 		t.Error("a record past presetMax was compressed with preset codes")
 	}
