@@ -195,5 +195,8 @@ func digestOf(parts ...[]byte) string {
 		h.Write(p)
 	}
 	var sum [sha1.Size]byte
-	return "sha1:" + base32.StdEncoding.EncodeToString(h.Sum(sum[:0]))
+	var b [5 + 32]byte // "sha1:" and 20 bytes in base32, in one allocation
+	copy(b[:], "sha1:")
+	base32.StdEncoding.Encode(b[5:], h.Sum(sum[:0]))
+	return string(b[:])
 }
