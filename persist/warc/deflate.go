@@ -307,9 +307,7 @@ func appendMember(dst []byte, store bool, h Header, parts ...[]byte) ([]byte, bo
 	}
 	d := deflaters.get()
 	defer deflaters.put(d)
-	rec := appendWriter{d.rec[:0]}
-	_ = writeRecord(&rec, h, parts...) // appending never fails
-	d.rec = rec.b
+	d.rec = appendRecord(d.rec[:0], h, parts...)
 	if len(d.rec) > presetMax+4<<10 { // a record of very long fields
 		return dst, false
 	}
