@@ -64,20 +64,22 @@ var (
 )
 
 // distLow[d-1] is the distance symbol of d up to 256; distHigh[(d-1)>>7]
-// that of a longer one.
-var distLow, distHigh [256]uint8
+// that of a longer one. (Initialized by expression, not in init, so that
+// textCodes, built from them, comes after.)
+var distLow, distHigh = distTables()
 
-func init() {
+func distTables() (low, high [256]uint8) {
 	for sym := range distBase {
 		lo, hi := int(distBase[sym]), int(distBase[sym])+1<<distExtra[sym]
 		for d := lo; d < hi; d++ {
 			if d <= 256 {
-				distLow[d-1] = uint8(sym)
+				low[d-1] = uint8(sym)
 			} else {
-				distHigh[(d-1)>>7] = uint8(sym)
+				high[(d-1)>>7] = uint8(sym)
 			}
 		}
 	}
+	return low, high
 }
 
 // fixedCodes are deflate's fixed Huffman codes (block type 1), which need

@@ -12,7 +12,9 @@ import (
 // so that any record can be written with them. Their table opens every
 // block (about 60 bytes); on the text of a page they spend about 2 bits
 // less per literal than deflate's fixed codes.
-var textCodes = func() *codes {
+var textCodes = newTextCodes()
+
+func newTextCodes() *codes {
 	var d deflater
 	var lit [286]int
 	var dist [30]int
@@ -30,7 +32,7 @@ var textCodes = func() *codes {
 	c.set(litLens, litLens, distLens, distLens)
 	c.head, c.headAcc, c.headN = dynamicHeader(litLens, distLens)
 	return c
-}()
+}
 
 // symbols counts the literal/length and distance symbols of src as
 // encode finds them (the same search, without the writing).

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"io"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -102,5 +103,14 @@ func TestAppendMember(t *testing.T) {
 	}
 	if _, ok := appendMember(nil, false, h, []byte(strings.Repeat("y", presetMax+1))); ok {
 		t.Error("a record past presetMax was compressed with preset codes")
+	}
+}
+
+// TestTextCodesInitialized checks that textCodes, built while the package
+// is initialized, are those built once everything is: the tables they
+// are counted with were ready.
+func TestTextCodesInitialized(t *testing.T) {
+	if !reflect.DeepEqual(newTextCodes(), textCodes) {
+		t.Error("textCodes were built before the tables they depend on")
 	}
 }
