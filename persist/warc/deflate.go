@@ -14,8 +14,8 @@ import (
 // deflate's fixed codes for bytes unlike text), instead of by the general
 // compressor, which builds the codes of every block from its symbols: for
 // a page of a few KiB, building those codes costs more than finding the
-// repeated strings. The preset codes cost nothing to use, and lose about
-// a tenth of the compressed size on S1's pages. Larger records amortize
+// repeated strings. The preset codes cost nothing to use, and lose a few
+// percent of the compressed size (a tenth on S1's 4 KiB pages). Larger records amortize
 // the building over more bytes and go to the general compressor
 // (klauspost/compress), as do the levels above 1.
 

@@ -65,7 +65,7 @@ type Options struct {
 	// the records in gzip members uncompressed. At level 1 a record of up
 	// to 16 KiB (a small page, a redirect, an error) is compressed with
 	// Huffman codes set in advance for the text of web pages, about three
-	// times faster than with codes of its own and about a tenth larger.
+	// times faster than with codes of its own and a few percent larger.
 	GzipLevel int
 	// Software is the warcinfo's software field ("gocrawl/1.2.3").
 	Software string
