@@ -118,16 +118,8 @@ func writeRecord(w io.Writer, h Header, parts ...[]byte) error {
 	}
 	b := headPool.Get().(*[]byte)
 	defer headPool.Put(b)
-	buf := append((*b)[:0], Version+"\r\n"...)
-	for _, f := range h {
-		if strings.EqualFold(f[0], "Content-Length") {
-			continue
-		}
-		buf = append(append(append(append(buf, f[0]...), ": "...), sanitizeField(f[1])...), "\r\n"...)
-	}
-	buf = append(strconv.AppendInt(append(buf, "Content-Length: "...), int64(n), 10), "\r\n\r\n"...)
-	*b = buf
-	if _, err := w.Write(buf); err != nil {
+	*b = appendRecordHead((*b)[:0], h, n)
+	if _, err := w.Write(*b); err != nil {
 		return err
 	}
 	for _, p := range parts {
@@ -135,9 +127,39 @@ func writeRecord(w io.Writer, h Header, parts ...[]byte) error {
 			return err
 		}
 	}
-	_, err := io.WriteString(w, "\r\n\r\n")
+	_, err := w.Write(recordEnd)
 	return err
 }
+
+// appendRecord appends to buf the record of header h and block parts, as
+// writeRecord writes it.
+func appendRecord(buf []byte, h Header, parts ...[]byte) []byte {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	buf = appendRecordHead(buf, h, n)
+	for _, p := range parts {
+		buf = append(buf, p...)
+	}
+	return append(buf, recordEnd...)
+}
+
+// appendRecordHead appends to buf a record's version line, header fields
+// and Content-Length (n) up to the blank line before its block.
+func appendRecordHead(buf []byte, h Header, n int) []byte {
+	buf = append(buf, Version+"\r\n"...)
+	for _, f := range h {
+		if strings.EqualFold(f[0], "Content-Length") {
+			continue
+		}
+		buf = append(append(append(append(buf, f[0]...), ": "...), sanitizeField(f[1])...), "\r\n"...)
+	}
+	return append(strconv.AppendInt(append(buf, "Content-Length: "...), int64(n), 10), "\r\n\r\n"...)
+}
+
+// recordEnd follows every record's block.
+var recordEnd = []byte("\r\n\r\n")
 
 var headPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
@@ -195,5 +217,8 @@ func digestOf(parts ...[]byte) string {
 		h.Write(p)
 	}
 	var sum [sha1.Size]byte
-	return "sha1:" + base32.StdEncoding.EncodeToString(h.Sum(sum[:0]))
+	var b [5 + 32]byte // "sha1:" and 20 bytes in base32, in one allocation
+	copy(b[:], "sha1:")
+	base32.StdEncoding.Encode(b[5:], h.Sum(sum[:0]))
+	return string(b[:])
 }
