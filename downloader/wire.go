@@ -45,34 +45,38 @@ func traceWire(ctx context.Context) context.Context {
 type wireTrace struct {
 	fn func()
 	// conn is the tracked connection an HTTP/1 request is written to (the
-	// last one net/http got for it), nil otherwise.
-	conn *trackedConn
+	// last one net/http got for it), nil otherwise. Atomic: a request
+	// net/http retries gets its next connection on another goroutine
+	// than the one that wrote it.
+	conn atomic.Pointer[trackedConn]
 	// pending: the request is written to conn's buffer, not yet flushed.
 	pending atomic.Bool
 }
 
 func (w *wireTrace) gotConn(i httptrace.GotConnInfo) {
-	w.conn = nil
 	c := i.Conn
 	if tc, ok := c.(*tls.Conn); ok {
 		if tc.ConnectionState().NegotiatedProtocol == "h2" {
+			w.conn.Store(nil)
 			return
 		}
 		c = tc.NetConn()
 	}
-	w.conn, _ = c.(*trackedConn)
+	t, _ := c.(*trackedConn)
+	w.conn.Store(t)
 }
 
 func (w *wireTrace) wroteRequest(i httptrace.WroteRequestInfo) {
 	if i.Err != nil {
 		return
 	}
-	if w.conn == nil {
+	c := w.conn.Load()
+	if c == nil {
 		w.fn()
 		return
 	}
 	w.pending.Store(true)
-	w.conn.afterWrite(w)
+	c.afterWrite(w)
 }
 
 // fire reports the write of a pending request (called by its connection's
