@@ -3,7 +3,8 @@
 # S4-broad-small: 500 x 20; S4-broad-10k: 10,000 x 20) and reports it from
 # the server side: pages, time to the last 200 against the physical limit,
 # 429s, requests inside a Retry-After window, hosts with a gap under the
-# delay's jitter range, connections accepted, first-request times, and the
+# delay's jitter range (on each request's arrival at the server's socket,
+# the kernel's receive time), connections accepted, first-request times, and the
 # crawler's CPU per page and peak RSS. With -workers N the same crawl runs
 # again by N worker processes sharing one Redis (REDIS_URL; redis-server
 # started on a free loopback port), with its round trips per page, and is
@@ -12,6 +13,7 @@
 #   bench/broad.sh                                        # S4-broad, gocrawl
 #   bench/broad.sh -scenario S4-broad-small               # the short variant
 #   bench/broad.sh -scenario S4-broad -variant colly      # the peer
+#   bench/broad.sh -variant gocrawl-follow                # the built-in follow spider
 #   bench/broad.sh -scenario S4-broad-10k -nofile 1024    # crawler under ulimit -n 1024
 #   bench/broad.sh -scenario S4-broad-small -workers 3    # one process, then 3 workers on one Redis
 #

@@ -197,6 +197,7 @@ type trackedConn struct {
 	closing    atomic.Bool
 	once       sync.Once
 	lr         *lazyReader // nil: reads go to Conn (see lazyread.go)
+	wire       wireWaiters // requests whose wire report waits for the flush (wire.go)
 }
 
 // Read reads through the connection's lazyReader when it has one: no
@@ -217,7 +218,11 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 	if c.closing.Load() {
 		return 0, errClosingIdle
 	}
-	return c.Conn.Write(p)
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.wrote()
+	}
+	return n, err
 }
 
 // closeIfQuiet closes c unless a write began at or after since. With the

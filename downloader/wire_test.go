@@ -2,6 +2,9 @@ package downloader
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -71,5 +74,34 @@ func TestWireReportedAfterSlowDial(t *testing.T) {
 	}
 	if wired.Load() != 2 || target.accepts.Load() != 1 {
 		t.Errorf("after a reused fetch: %d wire reports, %d accepts; want 2 and 1", wired.Load(), target.accepts.Load())
+	}
+}
+
+// Over TLS the wire report comes once per request too: on HTTP/1.1 after
+// the TLS record that carries the request is written, on HTTP/2 when
+// net/http reports the request written.
+func TestWireReportedOverTLS(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, r.Proto)
+		}))
+		srv.EnableHTTP2 = h2
+		srv.StartTLS()
+		pool := x509.NewCertPool()
+		pool.AddCert(srv.Certificate())
+		d := newTestDownloader(t, Options{TLSConfig: &tls.Config{RootCAs: pool}})
+		want := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[h2]
+		for i := range 3 {
+			var wired atomic.Int32
+			ctx := WithWire(context.Background(), func() { wired.Add(1) })
+			res, err := d.Fetch(ctx, spider.MustRequest(fmt.Sprintf("%s/%d", srv.URL, i), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(res.Body) != want || wired.Load() != 1 {
+				t.Errorf("%s request %d: protocol %q, %d wire reports; want %s and 1", want, i, res.Body, wired.Load(), want)
+			}
+		}
+		srv.Close()
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/gocrawl/gocrawl/internal/domainset"
 	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/spider"
 )
@@ -42,7 +43,7 @@ func init() {
 // suffix ("com", "co.uk"), which would allow every site under it, is an
 // error too. Hosts are compared in their IDNA ASCII form, case-insensitively.
 type Offsite struct {
-	domains []string
+	domains domainset.Set
 	stats   *stats.Collector
 	log     zerolog.Logger
 	seen    sync.Map // host -> struct{}: hosts already logged
@@ -64,7 +65,7 @@ func newOffsite(c *spider.Crawler) (*Offsite, error) {
 	if len(domains) == 0 {
 		return nil, nil
 	}
-	return &Offsite{domains: domains, stats: c.Stats, log: c.Log}, nil
+	return &Offsite{domains: domainset.New(domains), stats: c.Stats, log: c.Log}, nil
 }
 
 // ParseAllowedDomains checks and normalises allowed domains (see
@@ -112,12 +113,7 @@ func (o *Offsite) Allowed(req *spider.Request) bool {
 	if a, err := idna.Lookup.ToASCII(host); err == nil {
 		host = a
 	}
-	for _, d := range o.domains {
-		if host == d || strings.HasSuffix(host, "."+d) {
-			return true
-		}
-	}
-	return false
+	return o.domains.Contains(host)
 }
 
 func (o *Offsite) filtered(req *spider.Request) *DropError {

@@ -107,6 +107,10 @@ func broad(name string, hosts, pages int) Scenario {
 		Concurrency: 256,
 		Variants: []Variant{
 			{Name: "gocrawl", Crawler: "gocrawl", Settings: set},
+			// The built-in follow spider (spiders/follow): the links are
+			// scanned from the body without building an HTML tree, and
+			// one item per page is emitted (and dropped: no feed).
+			{Name: "gocrawl-follow", Crawler: "gocrawl", Spider: "follow", Settings: set},
 			// Colly: one LimitRule per host (Parallelism 1, the delay),
 			// robots.txt obeyed.
 			{Name: "colly", Crawler: "colly", CollyDelay: b.Delay},

@@ -249,10 +249,10 @@ func (ex *Extractor) accept(doc *Document, r *ref, n *html.Node) bool {
 			}
 		}
 	}
-	if len(ex.allowDomains) > 0 && !inDomains(doc.hostOf(r), ex.allowDomains) {
+	if ex.allowDomains.Len() > 0 && !ex.allowDomains.Contains(doc.hostOf(r)) {
 		return false
 	}
-	if len(ex.denyDomains) > 0 && inDomains(doc.hostOf(r), ex.denyDomains) {
+	if ex.denyDomains.Len() > 0 && ex.denyDomains.Contains(doc.hostOf(r)) {
 		return false
 	}
 	if ex.sameSite && doc.site(doc.hostOf(r)) != doc.site(hostOf(doc.page)) {

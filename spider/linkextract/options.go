@@ -11,6 +11,8 @@ import (
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
+
+	"github.com/gocrawl/gocrawl/internal/domainset"
 )
 
 // Options say which links an Extractor keeps. The zero value keeps every
@@ -112,7 +114,7 @@ var ErrInvalidOptions = errors.New("invalid link extractor options")
 // concurrent use; build it once (New) and use it for every page.
 type Extractor struct {
 	allow, deny, restrictText []*regexp.Regexp
-	allowDomains, denyDomains []string
+	allowDomains, denyDomains domainset.Set
 	sameSite                  bool
 	restrict                  cascadia.Matcher
 	anyTag                    bool
@@ -166,8 +168,8 @@ func New(opts Options) (*Extractor, error) {
 		}
 		return out
 	}
-	ex.allowDomains = domains("AllowDomains", opts.AllowDomains, true)
-	ex.denyDomains = domains("DenyDomains", opts.DenyDomains, false)
+	ex.allowDomains = domainset.New(domains("AllowDomains", opts.AllowDomains, true))
+	ex.denyDomains = domainset.New(domains("DenyDomains", opts.DenyDomains, false))
 	if len(opts.RestrictCSS) > 0 {
 		var group cascadia.SelectorGroup
 		for i, sel := range opts.RestrictCSS {

@@ -193,16 +193,6 @@ func isASCII(s string) bool {
 	return true
 }
 
-// inDomains reports whether host is one of domains or a subdomain of one.
-func inDomains(host string, domains []string) bool {
-	for _, d := range domains {
-		if host == d || (len(host) > len(d) && host[len(host)-len(d)-1] == '.' && strings.HasSuffix(host, d)) {
-			return true
-		}
-	}
-	return false
-}
-
 // registrable returns the registrable domain (eTLD+1 from the Public
 // Suffix List) of a lower-case host; IP addresses, single labels and
 // public suffixes are returned as they are.

@@ -16,10 +16,15 @@ type dumpHost struct {
 }
 
 type dumpEntry struct {
-	At      float64 `json:"t"`
-	Robots  bool    `json:"robots,omitempty"`
-	Fresh   bool    `json:"fresh,omitempty"`
-	Refused bool    `json:"refused,omitempty"`
+	// At is when the handler started; Wire when the request reached the
+	// server's socket, Accepted when its connection was accepted (the
+	// first request of a connection only), in seconds from the start.
+	At       float64 `json:"t"`
+	Wire     float64 `json:"wire,omitempty"`
+	Accepted float64 `json:"accepted,omitempty"`
+	Robots   bool    `json:"robots,omitempty"`
+	Fresh    bool    `json:"fresh,omitempty"`
+	Refused  bool    `json:"refused,omitempty"`
 }
 
 // dump writes every host's arrivals to path as JSON lines (one host a
@@ -37,6 +42,12 @@ func (s *site) dump(path string, start time.Time) error {
 		d := dumpHost{Host: h.i, Class: h.class, Arrivals: make([]dumpEntry, len(h.reqs))}
 		for k, a := range h.reqs {
 			d.Arrivals[k] = dumpEntry{At: a.at.Sub(start).Seconds(), Robots: a.robots, Fresh: a.fresh, Refused: a.refused}
+			if !a.wire.IsZero() {
+				d.Arrivals[k].Wire = a.wire.Sub(start).Seconds()
+			}
+			if !a.accepted.IsZero() {
+				d.Arrivals[k].Accepted = a.accepted.Sub(start).Seconds()
+			}
 		}
 		h.mu.Unlock()
 		if err := enc.Encode(d); err != nil {

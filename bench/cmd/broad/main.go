@@ -12,6 +12,7 @@
 //
 //	bench/broad.sh                                   # S4-broad, gocrawl
 //	bench/broad.sh -scenario S4-broad-small -variant colly
+//	bench/broad.sh -variant gocrawl-follow           # the built-in follow spider
 //	bench/broad.sh -scenario S4-broad-10k -nofile 1024
 //	bench/broad.sh -scenario S4-broad-small -workers 3
 //	bench/broad.sh -scenario S4-broad-small -workers 3 -only-workers
@@ -48,7 +49,7 @@ import (
 
 func main() {
 	name := flag.String("scenario", "S4-broad", "broad scenario: S4-broad (2,000 hosts x 50 pages), S4-broad-small (500 x 20), S4-broad-10k (10,000 x 20)")
-	variant := flag.String("variant", "gocrawl", "crawler variant: gocrawl or colly")
+	variant := flag.String("variant", "gocrawl", "crawler variant: gocrawl (a spider that follows every a[href] of a parsed page), gocrawl-follow (the built-in follow spider: links scanned without a tree) or colly")
 	bin := flag.String("bin", "", "folder of the runner binary (default: this program's folder)")
 	timeout := flag.Duration("timeout", 600*time.Second, "stop the crawler after this long")
 	nofile := flag.Int("nofile", 0, "run the crawler under ulimit -n N (0: the limit in force)")
@@ -72,13 +73,14 @@ func run(name, variant, bin string, timeout time.Duration, nofile, workers int, 
 	if sc.Broad == nil {
 		return fmt.Errorf("scenario %s is not a broad crawl (run it with bench/run.sh)", name)
 	}
-	if _, err := sc.Variant(variant); err != nil {
+	v, err := sc.Variant(variant)
+	if err != nil {
 		return err
 	}
 	if workers < 0 {
 		return fmt.Errorf("-workers %d: want 0 (one process, no Redis) or more", workers)
 	}
-	if workers > 0 && variant != "gocrawl" {
+	if workers > 0 && v.Crawler != "gocrawl" {
 		return fmt.Errorf("-workers: only the gocrawl variant crawls as workers of one Redis job, not %s", variant)
 	}
 	if bin == "" {
@@ -160,7 +162,7 @@ func crawl(sc scenario.Scenario, variant, bin string, timeout time.Duration, nof
 	f.Close()
 
 	args := []string{"-scenario", sc.Name, "-variant", variant, "-urls-file", f.Name()}
-	if variant == "gocrawl" {
+	if v, _ := sc.Variant(variant); v.Crawler == "gocrawl" {
 		// gocrawl stops itself a little before the limit, so that it
 		// still reports its responses and errors.
 		args = append(args, "-close-after", strconv.FormatFloat(max(1, (timeout-10*time.Second).Seconds()), 'f', 0, 64))

@@ -55,6 +55,24 @@ type Report struct {
 	Gaps           int     `json:"gaps"`
 	WorstGapMs     float64 `json:"worst_gap_ms"`
 	ToleranceMs    float64 `json:"tolerance_ms"`
+	// GapStamp is what the gaps are measured on: "socket", each request's
+	// arrival on the server's socket (the kernel's receive time of its
+	// first bytes, on Linux), or "handler", when the server's handler
+	// started (where the kernel gives no receive time). OtherGapHosts and
+	// OtherRobotsGapHosts are GapHosts and RobotsGapHosts measured on the
+	// other stamp.
+	GapStamp            string `json:"gap_stamp"`
+	OtherGapHosts       int    `json:"other_gap_hosts"`
+	OtherRobotsGapHosts int    `json:"other_robots_gap_hosts"`
+	// StampLateFreshMs and StampLateReusedMs are how long after its
+	// arrival on the socket the handler stamped a request, for the first
+	// request of a connection and for the others: median, 99th
+	// percentile, largest. AcceptAfterArrivalMs is, for the first request
+	// of a connection, how long after its arrival the connection was
+	// accepted (negative: accepted before the request came).
+	StampLateFreshMs     []float64 `json:"stamp_late_fresh_ms,omitempty"`
+	StampLateReusedMs    []float64 `json:"stamp_late_reused_ms,omitempty"`
+	AcceptAfterArrivalMs []float64 `json:"accept_after_arrival_ms,omitempty"`
 	// Accepts is the connections the servers accepted.
 	Accepts int64 `json:"accepts"`
 	// FirstRequest are the median and the latest of the hosts' first
@@ -134,6 +152,26 @@ func (s *site) report(start time.Time) Report {
 		hi, _ := slices.BinarySearchFunc(all, t.Add(batchWindow+1), func(a, b time.Time) int { return a.Compare(b) })
 		return float64(hi-lo) >= batchShare*max(mean, 1)
 	}
+	// Gaps are measured on the requests' arrival on the socket when the
+	// kernel gave it for every request (Linux), else on the handler's
+	// stamps; the handler's count is kept beside it.
+	socket := true
+	for _, h := range s.hosts {
+		h.mu.Lock()
+		for _, a := range h.reqs {
+			socket = socket && !a.wire.IsZero()
+		}
+		h.mu.Unlock()
+	}
+	onSocket := func(a arrival) time.Time { return a.wire }
+	onHandler := func(a arrival) time.Time { return a.at }
+	main, other := onHandler, onSocket
+	r.GapStamp = "handler"
+	if socket {
+		main, other = onSocket, onHandler
+		r.GapStamp = "socket"
+	}
+	var lateFresh, lateReused, acceptLate []float64
 	for _, h := range s.hosts {
 		h.mu.Lock()
 		r.Accepts += h.accepts.Load()
@@ -152,40 +190,40 @@ func (s *site) report(start time.Time) Report {
 			firsts = append(firsts, h.reqs[0].at.Sub(start).Seconds())
 		}
 		lo := b.MinDelay(h.class) / 2
-		bad, robotsBad := false, false
-		for k := 1; k < len(h.reqs); k++ {
-			gap := h.reqs[k].at.Sub(h.reqs[k-1].at)
-			if gap >= lo-tolerance {
-				continue
-			}
-			if h.reqs[k-1].robots || h.reqs[k].robots {
-				robotsBad = true
-				continue
-			}
-			r.Gaps++
-			bad = true
-			if h.reqs[k-1].fresh {
-				r.GapsAfterDial++
-			}
-			if batched(h.reqs[k-1].at) {
-				r.GapsAfterBatch++
-			}
-			r.WorstGapMs = max(r.WorstGapMs, float64(lo-gap)/float64(time.Millisecond))
-		}
-		if robotsBad && !bad {
+		bad, robotsBad := r.countGaps(h, lo, main, batched)
+		if bad {
+			r.GapHosts++
+			r.GapClasses[h.class]++
+		} else if robotsBad {
 			r.RobotsGapHosts++
+		}
+		var o Report
+		bad, robotsBad = o.countGaps(h, lo, other, func(time.Time) bool { return false })
+		if bad {
+			r.OtherGapHosts++
+		} else if robotsBad {
+			r.OtherRobotsGapHosts++
 		}
 		for _, a := range h.reqs {
 			if a.robots {
 				r.Robots++
 			}
-		}
-		if bad {
-			r.GapHosts++
-			r.GapClasses[h.class]++
+			if a.wire.IsZero() {
+				continue
+			}
+			late := float64(a.at.Sub(a.wire)) / float64(time.Millisecond)
+			if a.fresh {
+				lateFresh = append(lateFresh, late)
+				acceptLate = append(acceptLate, float64(a.accepted.Sub(a.wire))/float64(time.Millisecond))
+			} else {
+				lateReused = append(lateReused, late)
+			}
 		}
 		h.mu.Unlock()
 	}
+	r.StampLateFreshMs = spread(lateFresh)
+	r.StampLateReusedMs = spread(lateReused)
+	r.AcceptAfterArrivalMs = spread(acceptLate)
 	r.FirstMedianSeconds = median(firsts)
 	if len(firsts) > 0 {
 		r.FirstMaxSeconds = slices.Max(firsts)
@@ -196,6 +234,43 @@ func (s *site) report(start time.Time) Report {
 	return r
 }
 
+// countGaps counts in r the short gaps of h (under lo less the
+// tolerance) as stamp measures them, and reports whether h has one between
+// pages and whether it has one next to robots.txt.
+func (r *Report) countGaps(h *host, lo time.Duration, stamp func(arrival) time.Time, batched func(time.Time) bool) (bad, robotsBad bool) {
+	for k := 1; k < len(h.reqs); k++ {
+		gap := stamp(h.reqs[k]).Sub(stamp(h.reqs[k-1]))
+		if gap >= lo-tolerance {
+			continue
+		}
+		if h.reqs[k-1].robots || h.reqs[k].robots {
+			robotsBad = true
+			continue
+		}
+		r.Gaps++
+		bad = true
+		if h.reqs[k-1].fresh {
+			r.GapsAfterDial++
+		}
+		if batched(stamp(h.reqs[k-1])) {
+			r.GapsAfterBatch++
+		}
+		r.WorstGapMs = max(r.WorstGapMs, float64(lo-gap)/float64(time.Millisecond))
+	}
+	return bad, robotsBad
+}
+
+// spread returns the median, the 99th percentile and the largest of v
+// (nil when v is empty).
+func spread(v []float64) []float64 {
+	if len(v) == 0 {
+		return nil
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return []float64{v[len(v)/2], v[len(v)*99/100], v[len(v)-1]}
+}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
@@ -203,6 +278,14 @@ func median(v []float64) float64 {
 	v = slices.Clone(v)
 	slices.Sort(v)
 	return v[len(v)/2]
+}
+
+// ms3 formats a spread (median, p99, max) in milliseconds.
+func ms3(v []float64) string {
+	if len(v) < 3 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f/%.2f/%.2f", v[0], v[1], v[2])
 }
 
 func (r Report) print(w io.Writer) {
@@ -239,6 +322,13 @@ func (r Report) print(w io.Writer) {
 	if r.Gaps > 0 {
 		fmt.Fprintf(w, "                        by class %v; %d of the gaps after a request on a new connection, %d after one stamped in a batch (%d+ times the mean arrivals within %v: the server's stall)\n",
 			r.GapClasses, r.GapsAfterDial, r.GapsAfterBatch, batchShare, batchWindow)
+	}
+	other := map[string]string{"socket": "handler", "handler": "socket"}[r.GapStamp]
+	fmt.Fprintf(w, "                        measured on each request's arrival at the %s; on the %s's stamps: %d hosts between pages, %d more next to robots.txt\n",
+		r.GapStamp, other, r.OtherGapHosts, r.OtherRobotsGapHosts)
+	if r.StampLateFreshMs != nil {
+		fmt.Fprintf(w, "  handler after socket  new connection %s ms, open connection %s ms (median, p99, max); accepted %s ms after the first request's arrival\n",
+			ms3(r.StampLateFreshMs), ms3(r.StampLateReusedMs), ms3(r.AcceptAfterArrivalMs))
 	}
 	fmt.Fprintf(w, "  connections accepted  %d (%.3f per request)\n", r.Accepts, float64(r.Accepts)/max(1, float64(r.Requests)))
 	fmt.Fprintf(w, "  first request         median %.2f s, last host %.2f s\n", r.FirstMedianSeconds, r.FirstMaxSeconds)

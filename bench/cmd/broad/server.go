@@ -47,28 +47,25 @@ type host struct {
 }
 
 type arrival struct {
-	at     time.Time
-	robots bool
-	fresh  bool // the first request on its connection
+	// at is when the handler started; wire when the request's first bytes
+	// reached the socket (the kernel's receive time, see stamp_linux.go;
+	// zero where none was given); read when the server's read returned
+	// them; accepted, for the first request of a connection, when the
+	// connection was accepted.
+	at, wire, read, accepted time.Time
+	robots                   bool
+	fresh                    bool // the first request on its connection
 	// refused: answered 429 (a strict host's bucket was empty).
 	refused bool
 }
 
-// connKey carries a connection's request count in its requests' contexts.
+// connKey carries a connection's connState in its requests' contexts.
 type connKey struct{}
 
-// countingListener counts the connections it accepted.
-type countingListener struct {
-	net.Listener
-	n *atomic.Int64
-}
-
-func (l countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err == nil {
-		l.n.Add(1)
-	}
-	return c, err
+// connState is a connection's request count and its timing.
+type connState struct {
+	n     atomic.Int64
+	times *conn // nil when the listener gave a plain connection
 }
 
 // startSite listens on every host's address, on one port free on all of
@@ -86,7 +83,7 @@ func startSite(b scenario.Broad) (*site, error) {
 }
 
 func tryListen(b scenario.Broad) (*site, error) {
-	first, err := net.Listen("tcp", b.Addr(0)+":0")
+	first, err := stampListen(b.Addr(0) + ":0")
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +91,7 @@ func tryListen(b scenario.Broad) (*site, error) {
 	s := &site{b: b, port: port}
 	ls := []net.Listener{first}
 	for i := 1; i < b.Hosts; i++ {
-		l, err := net.Listen("tcp", net.JoinHostPort(b.Addr(i), strconv.Itoa(port)))
+		l, err := stampListen(net.JoinHostPort(b.Addr(i), strconv.Itoa(port)))
 		if err != nil {
 			for _, l := range ls {
 				l.Close()
@@ -108,11 +105,15 @@ func tryListen(b scenario.Broad) (*site, error) {
 		s.hosts = append(s.hosts, h)
 		// nginx's keepalive_timeout: an idle connection is closed after 75 s.
 		srv := &http.Server{Handler: s.handler(h), IdleTimeout: 75 * time.Second, ReadHeaderTimeout: 30 * time.Second,
-			ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
-				return context.WithValue(ctx, connKey{}, new(atomic.Int64))
+			ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+				st := &connState{}
+				if sc, ok := c.(stamper); ok {
+					st.times = sc.stamps()
+				}
+				return context.WithValue(ctx, connKey{}, st)
 			}}
 		s.servers = append(s.servers, srv)
-		go func() { _ = srv.Serve(countingListener{Listener: l, n: &h.accepts}) }()
+		go func() { _ = srv.Serve(stampListener{Listener: l, n: &h.accepts}) }()
 	}
 	return s, nil
 }
@@ -145,12 +146,18 @@ func (s *site) handler(h *host) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		now := time.Now()
 		robots := r.URL.Path == "/robots.txt"
-		h.mu.Lock()
-		fresh := false
-		if n, ok := r.Context().Value(connKey{}).(*atomic.Int64); ok {
-			fresh = n.Add(1) == 1
+		a := arrival{at: now, robots: robots}
+		if st, ok := r.Context().Value(connKey{}).(*connState); ok {
+			a.fresh = st.n.Add(1) == 1
+			if st.times != nil {
+				a.wire, a.read = st.times.claim()
+				if a.fresh {
+					a.accepted = st.times.accepted
+				}
+			}
 		}
-		h.reqs = append(h.reqs, arrival{at: now, robots: robots, fresh: fresh})
+		h.mu.Lock()
+		h.reqs = append(h.reqs, a)
 		refuse := false
 		if !robots && h.class == scenario.ClassStrict {
 			if now.Before(h.retryUntil) {

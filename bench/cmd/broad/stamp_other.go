@@ -1,0 +1,43 @@
+//go:build !linux
+
+package main
+
+import (
+	"net"
+	"time"
+)
+
+// stampListen listens on addr; without Linux's receive timestamps the
+// arrival is the read's return.
+func stampListen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+
+// stampListener accepts stampConns and counts them.
+type stampListener struct {
+	net.Listener
+	n interface{ Add(int64) int64 }
+}
+
+func (l stampListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return c, err
+	}
+	l.n.Add(1)
+	return &stampConn{Conn: c, conn: conn{accepted: time.Now()}}, nil
+}
+
+type stampConn struct {
+	net.Conn
+	conn
+}
+
+func (c *stampConn) stamps() *conn { return &c.conn }
+
+func (c *stampConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		now := time.Now()
+		c.noteRead(now, now)
+	}
+	return n, err
+}
