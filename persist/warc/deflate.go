@@ -263,14 +263,7 @@ func putBits(out []byte, o int, acc uint64, nb uint, v uint64, n uint) (int, uin
 func putLiterals(out []byte, o int, acc uint64, nb uint, lits []byte, c *codes) (int, uint64, uint) {
 	for _, b := range lits {
 		l := c.lit[b]
-		acc |= l.bits() << nb
-		nb += l.len()
-		if nb >= 32 {
-			binary.LittleEndian.PutUint32(out[o:], uint32(acc))
-			o += 4
-			acc >>= 32
-			nb -= 32
-		}
+		o, acc, nb = putBits(out, o, acc, nb, l.bits(), l.len())
 	}
 	return o, acc, nb
 }

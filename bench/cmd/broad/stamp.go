@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"sync"
 	"time"
 )
@@ -41,3 +42,19 @@ func (c *conn) claim() (arrived, read time.Time) {
 
 // stamper is a connection that keeps a conn (stampConn).
 type stamper interface{ stamps() *conn }
+
+// stampListener accepts connections as stampConns (stampWrap, per system)
+// and counts them.
+type stampListener struct {
+	net.Listener
+	n interface{ Add(int64) int64 }
+}
+
+func (l stampListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return c, err
+	}
+	l.n.Add(1)
+	return stampWrap(c), nil
+}

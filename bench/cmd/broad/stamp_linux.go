@@ -39,27 +39,18 @@ func stampListen(addr string) (net.Listener, error) {
 	return lc.Listen(context.Background(), "tcp", addr)
 }
 
-// stampListener accepts stampConns and counts them.
-type stampListener struct {
-	net.Listener
-	n interface{ Add(int64) int64 }
-}
-
-func (l stampListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return c, err
-	}
-	l.n.Add(1)
+// stampWrap makes an accepted connection a stampConn (c as it is when it
+// is not TCP).
+func stampWrap(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return c, nil
+		return c
 	}
 	raw, err := tc.SyscallConn()
 	if err != nil {
-		return c, nil
+		return c
 	}
-	return &stampConn{TCPConn: tc, raw: raw, conn: conn{accepted: time.Now()}, oob: make([]byte, 128)}, nil
+	return &stampConn{TCPConn: tc, raw: raw, conn: conn{accepted: time.Now()}, oob: make([]byte, 128)}
 }
 
 // stampConn reads with recvmsg to learn when the bytes it returns reached
