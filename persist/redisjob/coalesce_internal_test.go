@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -72,10 +73,12 @@ func TestRecrawlStoreCoalesces(t *testing.T) {
 	ctx := context.Background()
 	s, gate := gatedRecrawlStore(t, "coalesce-test")
 
-	// The first call's pipeline is held; n more calls queue behind it.
+	// The first call's pipeline is held; n more calls, made once it is,
+	// queue behind it.
 	const n = 40
 	firstDone := make(chan error, 1)
 	go func() { firstDone <- s.Put(ctx, "k0", recordN(0)) }()
+	waitUntil(t, "the first call's pipeline to be held", func() bool { return gate.pipelines.Load() == 1 })
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*n)
 	for i := 1; i <= n; i++ {
@@ -93,14 +96,11 @@ func TestRecrawlStoreCoalesces(t *testing.T) {
 			errs <- err
 		}()
 	}
-	for queued := 0; queued < n; {
+	waitUntil(t, fmt.Sprint(n, " calls to queue"), func() bool {
 		s.q.mu.Lock()
-		queued = len(s.q.queue)
-		s.q.mu.Unlock()
-		if queued < n {
-			runtimeYield()
-		}
-	}
+		defer s.q.mu.Unlock()
+		return len(s.q.queue) == n
+	})
 	close(gate.release)
 	if err := <-firstDone; err != nil {
 		t.Fatal(err)
@@ -146,4 +146,15 @@ func recordN(i int) recrawl.Record {
 	return recrawl.Record{URL: fmt.Sprint("http://127.0.0.1/", i), Status: 200 + i}
 }
 
-func runtimeYield() { runtime.Gosched() }
+// waitUntil yields until cond holds, and fails the test if it does not
+// within 10 seconds.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		runtime.Gosched()
+	}
+}
