@@ -246,6 +246,7 @@ func crawl(sc scenario.Scenario, variant, bin string, timeout time.Duration, nof
 	for _, p := range procs {
 		if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			r.CPUSeconds += time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime)).Seconds()
+			r.CPUSystemSeconds += time.Duration(syscall.TimevalToNsec(ru.Stime)).Seconds()
 			r.PeakRSSMB = max(r.PeakRSSMB, float64(ru.Maxrss)/1024) // KiB on Linux
 		}
 	}

@@ -82,9 +82,11 @@ type Report struct {
 	// Crawler process.
 	WallSeconds float64 `json:"wall_s"`
 	CPUSeconds  float64 `json:"cpu_s"`
-	CPUPerPage  float64 `json:"cpu_ms_per_page"`
-	PeakRSSMB   float64 `json:"peak_rss_mb"`
-	TimedOut    bool    `json:"timed_out,omitempty"`
+	// CPUSystemSeconds is the part of CPUSeconds spent in the kernel.
+	CPUSystemSeconds float64 `json:"cpu_sys_s"`
+	CPUPerPage       float64 `json:"cpu_ms_per_page"`
+	PeakRSSMB        float64 `json:"peak_rss_mb"`
+	TimedOut         bool    `json:"timed_out,omitempty"`
 	// Workers is the number of worker processes of a run on one Redis
 	// (-workers; 0: one process without Redis). Their CPU is summed, their
 	// peak RSS is the largest one's. RedisRoundTrips counts the requests
@@ -332,7 +334,7 @@ func (r Report) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  connections accepted  %d (%.3f per request)\n", r.Accepts, float64(r.Accepts)/max(1, float64(r.Requests)))
 	fmt.Fprintf(w, "  first request         median %.2f s, last host %.2f s\n", r.FirstMedianSeconds, r.FirstMaxSeconds)
-	fmt.Fprintf(w, "  crawler               wall %.1f s, CPU %.1f s (%.3f ms/page), peak RSS %.0f MB\n", r.WallSeconds, r.CPUSeconds, r.CPUPerPage, r.PeakRSSMB)
+	fmt.Fprintf(w, "  crawler               wall %.1f s, CPU %.1f s (%.3f ms/page; system %.1f s), peak RSS %.0f MB\n", r.WallSeconds, r.CPUSeconds, r.CPUPerPage, r.CPUSystemSeconds, r.PeakRSSMB)
 	if r.Workers > 0 {
 		fmt.Fprintf(w, "  workers               %d on one Redis: time to last 200 %.2fx the one-process crawl's\n", r.Workers, r.VsOneProcess)
 		fmt.Fprintf(w, "  redis                 %d round trips (%.2f per page), %d commands (%.2f per page), server CPU %.1f s\n",
