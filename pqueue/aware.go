@@ -190,11 +190,11 @@ func (q *ThrottlingAware) Pop(ctx context.Context, now time.Time) (*Popped, time
 		// Holds released while looking (a holder found blocked by a
 		// delay) free scopes whose waiters must be offered them now, not
 		// at the next unrelated event.
-		if !q.hasDirty() {
+		if q.settle() {
 			break
 		}
 	}
-	if q.hasDirty() {
+	if !q.settle() {
 		// Changes still arriving after the bounded rounds: ask again
 		// soon rather than wait for an event that may not come.
 		return nil, time.Millisecond, nil
@@ -248,10 +248,22 @@ func (q *ThrottlingAware) popReady(ctx context.Context, now time.Time) (*Popped,
 	return nil, nil
 }
 
-func (q *ThrottlingAware) hasDirty() bool {
+// settle reports whether every change reported so far has been looked
+// at, and then drops a pending Changed signal: it was sent for changes
+// this Pop has seen (the sends of Pop itself among them), and waking the
+// engine for them again would only cost it a turn. A change recorded
+// after this check signals again.
+func (q *ThrottlingAware) settle() bool {
 	q.dirtyMu.Lock()
 	defer q.dirtyMu.Unlock()
-	return len(q.dirty) > 0
+	if len(q.dirty) > 0 {
+		return false
+	}
+	select {
+	case <-q.changed:
+	default:
+	}
+	return true
 }
 
 // wake says when asking again is useful: the earliest time a delay-blocked

@@ -505,6 +505,33 @@ func TestAwareChanged(t *testing.T) {
 	}
 }
 
+// A change that a Pop has looked at does not wake the caller again: the
+// signal it left is dropped when Pop finds nothing more to send.
+func TestAwareChangedSeenByPop(t *testing.T) {
+	g := newFakeGate()
+	g.set("a", 1, 0)
+	q := newAware(t, g)
+	for _, n := range []string{"a0", "a1", "a2"} {
+		push(t, q, t0, n, 0, sc("a"))
+	}
+	_, _, p := pop(t, q, t0)
+	if name, _, _ := pop(t, q, t0); name != "" {
+		t.Fatalf("Pop = %q with a's slot taken, want nothing", name)
+	}
+	g.done(p.Scopes) // signals: a1 waits on a
+	if name, _, _ := pop(t, q, t0); name != "a1" {
+		t.Fatalf("Pop = %q, want a1", name)
+	}
+	if name, _, _ := pop(t, q, t0); name != "" {
+		t.Fatalf("Pop = %q with a's slot taken, want nothing", name)
+	}
+	select {
+	case <-q.Changed():
+		t.Fatal("Changed still pending for a change the last Pop had seen")
+	default:
+	}
+}
+
 // TestAwareRandomMultiScope drives the queue with random multi-scope
 // requests, completions, time and backoffs, checking the index after every
 // operation, that every popped request was ready (fakeGate.Sent panics
