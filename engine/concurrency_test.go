@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -240,5 +241,48 @@ func TestCallbacksRunConcurrently(t *testing.T) {
 	}
 	if len(sp.seen) != 40 || res.Stats["item_scraped_count"] != 40 {
 		t.Errorf("parsed %d pages, %v items; want 40", len(sp.seen), res.Stats["item_scraped_count"])
+	}
+}
+
+// A job's global slot is free once its download is over, while its
+// callback still runs: at CONCURRENT_REQUESTS 1, the k-th callback waits
+// for the k+1-th request to reach the server.
+func TestSlotFreedBeforeCallbackEnds(t *testing.T) {
+	checkGoroutines(t)
+	const n = 5
+	var arrivals, callbacks, overlapped atomic.Int64
+	reached := make([]chan struct{}, n+2)
+	for i := range reached {
+		reached[i] = make(chan struct{})
+	}
+	srv := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if k := arrivals.Add(1); k <= n {
+			close(reached[k])
+		}
+		fmt.Fprint(w, pageHTML(0))
+	}))
+	sp := newURLsSpider(urlsOf(srv.URL, n)...)
+	sp.onPage = func(ctx context.Context, res *spider.Response) error {
+		k := callbacks.Add(1)
+		if k == n {
+			return nil // the last page: nothing else to send
+		}
+		select {
+		case <-reached[k+1]:
+			overlapped.Add(1)
+		case <-time.After(10 * time.Second):
+			t.Errorf("callback %d: no other request sent while it ran (the slot is held until the callback ends)", k)
+		}
+		return nil
+	}
+	e, err := New(sp, testSettings(t, "CONCURRENT_REQUESTS", 1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := overlapped.Load(); got != n-1 {
+		t.Errorf("%d callbacks saw the next request while they ran, want %d", got, n-1)
 	}
 }

@@ -61,8 +61,9 @@ type run struct {
 
 // process is one job's life after the scheduler hands it out: admission
 // (engine-gated mode), download, then scrape. It runs on a worker
-// goroutine and sends the loop evDownloaded when the global slot is free
-// and evFinished, with whether to acknowledge the job, when it is done.
+// goroutine; it frees the job's global slot when the download is over
+// (freeSlot) and sends the loop evFinished, with the requests the
+// callback produced and whether to acknowledge the job, when it is done.
 // ctx is cancelled by Abort; wait also ends at a graceful stop (what the
 // middlewares wait for, robots.txt), wire when SHUTDOWN_GRACE is over (the
 // download itself): the loop's crawl-wide contexts.
@@ -72,14 +73,15 @@ func (e *Engine) process(ctx, wait, wire context.Context, job *scheduler.Job) {
 	// The body's memory is counted from its first byte until the callback
 	// is done with it (DOWNLOAD_MEMORY_BUDGET).
 	lease := e.dl.Budget().Lease(true)
+	out := &output{e: e, ctx: ctx}
 	defer func() {
 		lease.Release()
-		e.events <- event{kind: evFinished, job: job, ack: ack}
+		e.events <- event{kind: evFinished, job: job, ack: ack, reqs: out.take()}
 	}()
 	fctx := downloader.WithLease(wait, lease)
 
 	if !job.Admitted && !e.admit(job) {
-		e.events <- event{kind: evDownloaded}
+		e.freeSlot()
 		ack = false
 		return
 	}
@@ -97,7 +99,7 @@ func (e *Engine) process(ctx, wait, wire context.Context, job *scheduler.Job) {
 		// request's turn of their delays back.
 		e.thr.NotSent(ctx, job.Req, job.Scopes, job.SentAt)
 	}
-	e.events <- event{kind: evDownloaded}
+	e.freeSlot()
 
 	var fatal *middleware.FatalError
 	if errors.As(err, &fatal) {
@@ -116,11 +118,27 @@ func (e *Engine) process(ctx, wait, wire context.Context, job *scheduler.Job) {
 		}
 		return
 	}
-	e.scrape(ctx, job.Req, res, err)
+	e.scrape(ctx, out, job.Req, res, err)
 	if e.abortCtx.Err() != nil {
 		// Aborted while the callback ran: it may not have produced all its
 		// requests, so a persistent queue keeps the job (at least once).
 		ack = false
+	}
+}
+
+// freeSlot frees a job's global slot (CONCURRENT_REQUESTS) once its
+// download is over, while its callback may still run. The loop counts the
+// freed slots when it next looks; it is woken for them only when it waits
+// for one (slotFree), so a download that ends while slots are to spare
+// costs it no wake-up: the scheduler already reports the scopes it freed
+// (Notifier), and evFinished follows.
+func (e *Engine) freeSlot() {
+	e.downloaded.Add(1)
+	if e.slotWanted.Load() && e.slotWanted.CompareAndSwap(true, false) {
+		select {
+		case e.slotFreed <- struct{}{}:
+		default:
+		}
 	}
 }
 

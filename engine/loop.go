@@ -22,14 +22,13 @@ import (
 type evKind uint8
 
 const (
-	evRequest    evKind = iota // a callback produced a request
-	evDownloaded               // a download finished: its global slot is free
-	evFinished                 // a job is fully processed
+	evRequest  evKind = iota // a callback produced requests
+	evFinished               // a job is fully processed (with its last requests)
 )
 
 type event struct {
 	kind evKind
-	req  *spider.Request
+	reqs []*spider.Request // to enqueue (before the job is acknowledged)
 	job  *scheduler.Job
 	ack  bool // evFinished: acknowledge the job to the scheduler
 }
@@ -42,14 +41,15 @@ func (e *Engine) loop(ctx context.Context, done <-chan struct{}) string {
 	l := e.newLoop(ctx, done)
 	defer l.close()
 	for {
-		l.takeStop()              // 0. a stop requested since the last turn
-		l.feedStarts()            // 1. start requests into the scheduler
-		l.flush()                 // 1b. what the turn recorded reaches the disk
-		wake := l.startRequests() // 2. start what slots, rate and scopes allow
+		l.takeStop()                // 0. a stop requested since the last turn
+		l.feedStarts()              // 1. start requests into the scheduler
+		l.flush()                   // 1b. what the turn recorded reaches the disk
+		wakeAt := l.startRequests() // 2. start what slots, rate and scopes allow
 		if reason, ok := l.done(); ok {
 			return reason // 3. nothing queued or running (or stopped)
 		}
-		l.sleep(wake) // 4. wait for an event, a timer or a stop
+		l.adaptProcs()  // 3b. GOMAXPROCS follows the CPU the crawl uses
+		l.sleep(wakeAt) // 4. wait for an event, a timer or a stop
 	}
 }
 
@@ -107,13 +107,14 @@ type loopState struct {
 	// slow the crawl down instead of piling up responses in memory.
 	maxActive int
 
-	inflight int    // downloads holding a global slot
+	started  int    // jobs dispatched; inflight() of them hold a global slot
 	active   int    // jobs not yet finished (download + callback)
 	stopping string // the stop's reason once one is under way
 
-	timer  clock.Timer      // wakes the loop for the scheduler or start rate
-	closeT clock.Timer      // CLOSESPIDER_TIMEOUT, or nil
-	closeC <-chan time.Time // closeT's channel, nil without it
+	timer   clock.Timer      // wakes the loop for the scheduler or start rate
+	timerAt time.Time        // when timer fires, if it is armed
+	closeT  clock.Timer      // CLOSESPIDER_TIMEOUT, or nil
+	closeC  <-chan time.Time // closeT's channel, nil without it
 }
 
 func (e *Engine) newLoop(ctx context.Context, done <-chan struct{}) *loopState {
@@ -228,7 +229,7 @@ func (l *loopState) feedStarts() {
 }
 
 // started forgets a started job's request as a pending start request.
-func (l *loopState) started(job *scheduler.Job) {
+func (l *loopState) startedJob(job *scheduler.Job) {
 	if len(l.pendingStarts) > 0 {
 		delete(l.pendingStarts, job.Req)
 	}
@@ -260,8 +261,12 @@ func (l *loopState) freeSlots() int {
 	if l.e.maxInflight == 0 {
 		return l.lowWater
 	}
-	return max(l.e.maxInflight-l.inflight, 0)
+	return max(l.e.maxInflight-l.inflight(), 0)
 }
+
+// inflight is the number of downloads holding a global slot: the jobs
+// dispatched less the downloads over (Engine.freeSlot).
+func (l *loopState) inflight() int { return l.started - int(l.e.downloaded.Load()) }
 
 // flush is step 1b: with a scheduler whose storage groups its writes
 // (JOBDIR; a queue that spilled to disk, where nothing needs to last),
@@ -283,10 +288,10 @@ func (l *loopState) flush() {
 }
 
 // startRequests is step 2: it starts as many requests as slots, start rate
-// and scopes allow, each on a worker. It returns how long until the start
-// rate or the scheduler expects another one to be possible (0: when
-// something happens).
-func (l *loopState) startRequests() (wake time.Duration) {
+// and scopes allow, each on a worker. It returns when the start rate or
+// the scheduler expects another one to be possible (zero: when something
+// happens).
+func (l *loopState) startRequests() (wakeAt time.Time) {
 	e := l.e
 	if b, ok := e.sched.(scheduler.Batcher); ok && !e.starts.Limits() {
 		return l.startBatches(b)
@@ -294,63 +299,72 @@ func (l *loopState) startRequests() (wake time.Duration) {
 	for l.canStart() {
 		now := e.clock.Now()
 		if w := e.starts.Wait(now); w > 0 {
-			return w
+			return now.Add(w)
 		}
 		job, w, err := e.sched.Next(l.ctx, now)
 		if err != nil {
 			e.stats.Inc("scheduler/errors", 1)
 			e.fail(e.storageReason(err), fmt.Errorf("scheduler: %w", err))
-			return 0
+			return time.Time{}
 		}
 		if job == nil {
 			l.starved = true // a slot is free and nothing queued is ready
-			return w
+			return wakeTime(now, w)
 		}
 		if !isOffline(job.Req) {
 			e.starts.Take(now) // answered offline: not a start
 		}
-		l.inflight++
+		l.started++
 		l.active++
-		e.stats.Max("engine/peak_inflight", float64(l.inflight))
-		l.started(job)
+		e.stats.Max("engine/peak_inflight", float64(l.inflight()))
+		l.startedJob(job)
 		l.dispatch(job)
 	}
-	return 0
+	return time.Time{}
+}
+
+// wakeTime is the time a wait of w from now ends, zero for none.
+func wakeTime(now time.Time, w time.Duration) time.Time {
+	if w <= 0 {
+		return time.Time{}
+	}
+	return now.Add(w)
 }
 
 // startBatches is startRequests for a scheduler that hands out several
 // jobs per call (a shared frontier, where each call is a round trip): it
 // asks for as many as there are free slots.
-func (l *loopState) startBatches(b scheduler.Batcher) time.Duration {
+func (l *loopState) startBatches(b scheduler.Batcher) time.Time {
 	e := l.e
 	for l.canStart() {
 		n := 64
 		if e.maxInflight > 0 {
-			n = min(n, e.maxInflight-l.inflight)
+			n = min(n, e.maxInflight-l.inflight())
 		}
 		if l.maxActive > 0 {
 			n = min(n, l.maxActive-l.active)
 		}
-		jobs, w, err := b.NextN(l.ctx, e.clock.Now(), max(n, 1))
+		now := e.clock.Now()
+		jobs, w, err := b.NextN(l.ctx, now, max(n, 1))
 		if err != nil {
 			e.log.Error().Err(err).Msg("scheduler failed; stopping the crawl")
 			e.stats.Inc("scheduler/errors", 1)
 			e.Stop("scheduler_error")
-			return 0
+			return time.Time{}
 		}
 		if len(jobs) == 0 {
 			l.starved = true
-			return w
+			return wakeTime(now, w)
 		}
 		for _, job := range jobs {
-			l.inflight++
+			l.started++
 			l.active++
-			e.stats.Max("engine/peak_inflight", float64(l.inflight))
-			l.started(job)
+			e.stats.Max("engine/peak_inflight", float64(l.inflight()))
+			l.startedJob(job)
 			l.dispatch(job)
 		}
 	}
-	return 0
+	return time.Time{}
 }
 
 // canStart reports whether a job may start: no stop under way, a global
@@ -359,9 +373,21 @@ func (l *loopState) startBatches(b scheduler.Batcher) time.Duration {
 // so it is checked before every start, not only once per turn.
 func (l *loopState) canStart() bool {
 	e := l.e
-	return l.stopping == "" && e.stopCtx.Err() == nil &&
-		(e.maxInflight == 0 || l.inflight < e.maxInflight) &&
+	return l.stopping == "" && e.stopCtx.Err() == nil && l.slotFree() &&
 		(l.maxActive == 0 || l.active < l.maxActive)
+}
+
+// slotFree reports whether a global slot (CONCURRENT_REQUESTS) is free.
+// When none is, it asks the workers to wake the loop when they free one
+// (Engine.freeSlot) and looks once more: a slot freed just before the
+// request would otherwise wake nobody.
+func (l *loopState) slotFree() bool {
+	e := l.e
+	if e.maxInflight == 0 || l.inflight() < e.maxInflight {
+		return true
+	}
+	e.slotWanted.Store(true)
+	return l.inflight() < e.maxInflight
 }
 
 // dispatch gives job to an idle worker, or to a new one.
@@ -399,36 +425,55 @@ func (l *loopState) done() (reason string, ok bool) {
 	return "", false
 }
 
+// adaptProcs is step 3b: with ADAPTIVE_GOMAXPROCS, the process's
+// governor (package procs) samples the CPU used once per half second of
+// the crawl's clock and runs the process with the Ps it needs.
+func (l *loopState) adaptProcs() {
+	e := l.e
+	if from, to := e.procs.Sample(e.clock.Now()); from != to {
+		e.log.Debug().Int("from", from).Int("to", to).Msg("GOMAXPROCS adapted to the CPU the crawl uses")
+	}
+}
+
 // sleep is step 4: it waits until something happens: an event from a
 // worker, the wake time of step 2, a stop, CLOSESPIDER_TIMEOUT, or a scope
 // change the scheduler reports. When more start requests are wanted it
 // only takes what already happened (poll is ready).
-func (l *loopState) sleep(wake time.Duration) {
+func (l *loopState) sleep(wakeAt time.Time) {
 	e := l.e
 	var poll <-chan struct{}
 	if l.wantStarts() {
 		poll = closedChan
 	}
 	var timerC <-chan time.Time
-	if wake > 0 && l.stopping == "" {
-		if l.timer == nil {
+	if !wakeAt.IsZero() && l.stopping == "" {
+		// Most turns want the same wake-up as the one before (the
+		// earliest scope's delay has not changed): the armed timer is
+		// kept, since resetting one costs the runtime a pass over the
+		// process's timers (net/http's idle connections among them).
+		wake := max(wakeAt.Sub(e.clock.Now()), time.Nanosecond)
+		switch {
+		case l.timer == nil:
 			l.timer = e.clock.NewTimer(wake)
-		} else {
+		case !wakeAt.Equal(l.timerAt):
 			l.timer.Stop()
 			l.timer.Reset(wake)
 		}
+		l.timerAt = wakeAt
 		timerC = l.timer.C()
 	}
 	// A scope can free up without an event here (a download outside
 	// the scheduler, a shortened delay): the scheduler says so.
 	var changed <-chan struct{}
-	if n, ok := e.sched.(scheduler.Notifier); ok && l.stopping == "" && (e.maxInflight == 0 || l.inflight < e.maxInflight) {
+	if n, ok := e.sched.(scheduler.Notifier); ok && l.stopping == "" && (e.maxInflight == 0 || l.inflight() < e.maxInflight) {
 		changed = n.Changed()
 	}
 	select {
 	case ev := <-e.events:
 		l.handleEvents(ev)
 	case <-timerC:
+		l.timerAt = time.Time{}
+	case <-e.slotFreed:
 	case reason := <-e.stopCh:
 		l.beginStop(reason)
 	case <-l.closeC:
@@ -447,12 +492,10 @@ func (l *loopState) sleep(wake time.Duration) {
 func (l *loopState) handleEvents(ev event) {
 	e := l.e
 	for {
-		switch ev.kind {
-		case evRequest:
-			e.enqueue(l.ctx, ev.req)
-		case evDownloaded:
-			l.inflight--
-		case evFinished:
+		for _, req := range ev.reqs {
+			e.enqueue(l.ctx, req)
+		}
+		if ev.kind == evFinished {
 			l.active--
 			// After a failure that stops the crawl (the job directory or a
 			// feed cannot be written) nothing more is acknowledged: those

@@ -10,14 +10,21 @@ import (
 
 // output is the spider.Output given to callbacks and errbacks (scrape.go).
 // An item goes through the item pipelines at once, on the callback's
-// goroutine (processItem, at most CONCURRENT_ITEMS at a time); a request
-// goes to the loop (loop.go) as an evRequest event, which enqueues it
-// before the job that produced it is acknowledged. Follow and FollowAll
+// goroutine (processItem, at most CONCURRENT_ITEMS at a time); requests go
+// to the loop (loop.go) in batches: every outputBatch of them as an
+// evRequest event, the rest with the job's evFinished, so the loop
+// enqueues them before it acknowledges the job that produced them, and a
+// page costs the loop one wake-up, not one per link. Follow and FollowAll
 // count and skip links that do not parse.
 type output struct {
-	e   *Engine
-	ctx context.Context
+	e       *Engine
+	ctx     context.Context
+	pending []*spider.Request
 }
+
+// outputBatch is the most requests a callback's output holds before
+// sending them to the loop.
+const outputBatch = 32
 
 func (o *output) Item(item any) {
 	if item == nil {
@@ -30,7 +37,18 @@ func (o *output) Request(req *spider.Request) {
 	if req == nil {
 		return
 	}
-	o.e.events <- event{kind: evRequest, req: req}
+	o.pending = append(o.pending, req)
+	if len(o.pending) == outputBatch {
+		o.e.events <- event{kind: evRequest, reqs: o.pending}
+		o.pending = nil
+	}
+}
+
+// take returns the requests not yet sent to the loop.
+func (o *output) take() []*spider.Request {
+	p := o.pending
+	o.pending = nil
+	return p
 }
 
 func (o *output) Follow(res *spider.Response, ref string, cb spider.Callback) {
