@@ -14,14 +14,16 @@
 //     The innermost step reports the response or error to the throttler
 //     (backoff, Retry-After, ...) and to observers (metrics).
 //     [download.go: process, fetchAndReport]
-//  4. The slot is freed; the worker passes the response through the spider
+//  4. The slot is freed (a counter the loop reads; it is woken only if it
+//     waits for a slot); the worker passes the response through the spider
 //     middlewares to the callback, whose items go through the item
-//     pipelines and whose requests go back to step 1.
+//     pipelines and whose requests go back to step 1, in batches.
 //     [scrape.go: scrape, callback, processItem; output.go: the Output]
-//  5. When the callback has finished and its requests are enqueued, the job
-//     is acknowledged to the scheduler (a persistent queue forgets it only
-//     then), and the loop ends when nothing is queued or running.
-//     [loop.go: handleEvents, done]
+//  5. When the callback has finished, the loop gets the job's last
+//     requests with its completion (one event, one wake-up per page),
+//     enqueues them and acknowledges the job to the scheduler (a
+//     persistent queue forgets it only then); the loop ends when nothing
+//     is queued or running. [loop.go: handleEvents, done]
 //
 // The files, in the order a request meets them:
 //
@@ -64,6 +66,8 @@ import (
 
 	"github.com/gocrawl/gocrawl/clock"
 	"github.com/gocrawl/gocrawl/downloader"
+	"github.com/gocrawl/gocrawl/internal/cputime"
+	"github.com/gocrawl/gocrawl/internal/procs"
 	"github.com/gocrawl/gocrawl/middleware"
 	"github.com/gocrawl/gocrawl/observe/stats"
 	"github.com/gocrawl/gocrawl/pipeline"
@@ -151,13 +155,20 @@ type Engine struct {
 
 	maxInflight int
 	itemSem     chan struct{}
+	procs       *procs.Holder // ADAPTIVE_GOMAXPROCS, or nil
 
-	events   chan event
-	stopOnce sync.Once
-	stopCh   chan string
-	abortCtx context.Context // cancelled by Abort: in-flight downloads stop
-	abort    context.CancelFunc
-	aborted  atomic.Bool
+	events chan event
+	// downloaded counts the downloads over, whose global slots are free
+	// (freeSlot); slotWanted is set by the loop while it waits for a
+	// slot, and slotFreed then wakes it.
+	downloaded atomic.Int64
+	slotWanted atomic.Bool
+	slotFreed  chan struct{}
+	stopOnce   sync.Once
+	stopCh     chan string
+	abortCtx   context.Context // cancelled by Abort: in-flight downloads stop
+	abort      context.CancelFunc
+	aborted    atomic.Bool
 	// stopCtx is cancelled by Stop (and Abort): jobs still waiting (for
 	// throttling admission, a delay, robots.txt) give up their slot
 	// instead of starting, and nothing new is sent.
@@ -219,6 +230,7 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 		maxInflight: s.Int("CONCURRENT_REQUESTS"),
 		itemSem:     make(chan struct{}, max(1, s.Int("CONCURRENT_ITEMS"))),
 		events:      make(chan event, 1024),
+		slotFreed:   make(chan struct{}, 1),
 		stopCh:      make(chan string, 1),
 	}
 	e.abortCtx, e.abort = context.WithCancel(context.Background())
@@ -382,6 +394,10 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	}
 	stopCheckpoints := e.startCheckpoints()
 	defer e.runDoneMu.Do(func() { close(e.runDone) })
+	if e.set.Bool("ADAPTIVE_GOMAXPROCS") {
+		e.procs = procs.Hold(cputime.Process)
+		defer e.procs.Release()
+	}
 	reason := e.loop(wctx, ctx.Done())
 	if e.aborted.Load() {
 		reason = "aborted"

@@ -82,6 +82,7 @@ func init() {
 		{Name: "LOG_FILE", Type: String, Default: "", Doc: "Append logs (and the end-of-crawl summary) to this file instead of standard error; its format is json unless LOG_FORMAT says console."},
 
 		{Name: "CONCURRENT_REQUESTS", Type: NonNegative(Int), Default: 16, Doc: "Maximum number of requests in flight for the whole crawl (the global pool)."},
+		{Name: "ADAPTIVE_GOMAXPROCS", Type: Bool, Default: true, Doc: "Adapt GOMAXPROCS to the CPU the crawl uses: one P fewer after 2 s that used less than 75 % of one P fewer, one more as soon as half a second used more than 85 % of those running, never above the value at the start. A crawl that mostly waits on its hosts' delays then spends no CPU on Go's scheduler looking for work for a spare P (about a fifth of a broad crawl's CPU). Off when the GOMAXPROCS environment variable is set; GOMAXPROCS goes back to the runtime's default when the crawl ends. See docs/performance.md."},
 		{Name: "CONCURRENT_ITEMS", Type: NonNegative(Int), Default: 100, Doc: "Maximum number of items processed by the item pipelines at once."},
 		{Name: "MAX_STARTS_PER_SECOND", Type: NonNegative(Float), Default: 0.0, Doc: "Global start-rate limit: requests started per second, retries and redirects included (0 = off)."},
 		{Name: "MAX_STARTS_BURST", Type: NonNegative(Int), Default: 1, Doc: "How many starts MAX_STARTS_PER_SECOND lets through at once (token bucket size)."},
