@@ -286,3 +286,62 @@ func TestSlotFreedBeforeCallbackEnds(t *testing.T) {
 		t.Errorf("%d callbacks saw the next request while they ran, want %d", got, n-1)
 	}
 }
+
+// concurrentOutputSpider's start page writes its links to the Output from
+// several goroutines at once (spider.Output is safe for concurrent use).
+type concurrentOutputSpider struct {
+	spider.Base
+	base    string
+	mu      sync.Mutex
+	fetched map[string]bool
+}
+
+func (s *concurrentOutputSpider) Name() string { return "concurrent-output" }
+
+func (s *concurrentOutputSpider) Parse(ctx context.Context, res *spider.Response, out spider.Output) error {
+	s.mu.Lock()
+	s.fetched[res.URL.Path] = true
+	s.mu.Unlock()
+	if res.URL.Path != "/" {
+		return nil
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				req, err := spider.NewRequest(fmt.Sprintf("%s/g%d/%d", s.base, g, i), nil)
+				if err != nil {
+					panic(err)
+				}
+				out.Request(req)
+				if i%10 == 0 {
+					out.Item(map[string]any{"g": g, "i": i})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// Every request written from several goroutines of one callback is
+// crawled, once.
+func TestOutputConcurrentRequests(t *testing.T) {
+	checkGoroutines(t)
+	srv := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, pageHTML(0)) }))
+	sp := &concurrentOutputSpider{Base: spider.Base{StartURLs: []string{srv.URL + "/"}}, base: srv.URL, fetched: map[string]bool{}}
+	e, err := New(sp, testSettings(t, "CONCURRENT_REQUESTS", 8), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sp.fetched) != 201 {
+		t.Errorf("%d pages fetched, want 201 (the start page and 4 × 50 links)", len(sp.fetched))
+	}
+	if got := res.Stats["item_scraped_count"]; got != 20 {
+		t.Errorf("%v items, want 20", got)
+	}
+}

@@ -62,8 +62,8 @@ type run struct {
 // process is one job's life after the scheduler hands it out: admission
 // (engine-gated mode), download, then scrape. It runs on a worker
 // goroutine; it frees the job's global slot when the download is over
-// (freeSlot) and sends the loop evFinished, with the requests the
-// callback produced and whether to acknowledge the job, when it is done.
+// (freeSlot) and sends the loop evFinished, with whether to acknowledge
+// the job, when it is done.
 // ctx is cancelled by Abort; wait also ends at a graceful stop (what the
 // middlewares wait for, robots.txt), wire when SHUTDOWN_GRACE is over (the
 // download itself): the loop's crawl-wide contexts.
@@ -73,10 +73,9 @@ func (e *Engine) process(ctx, wait, wire context.Context, job *scheduler.Job) {
 	// The body's memory is counted from its first byte until the callback
 	// is done with it (DOWNLOAD_MEMORY_BUDGET).
 	lease := e.dl.Budget().Lease(true)
-	out := &output{e: e, ctx: ctx}
 	defer func() {
 		lease.Release()
-		e.events <- event{kind: evFinished, job: job, ack: ack, reqs: out.take()}
+		e.events <- event{kind: evFinished, job: job, ack: ack}
 	}()
 	fctx := downloader.WithLease(wait, lease)
 
@@ -118,7 +117,7 @@ func (e *Engine) process(ctx, wait, wire context.Context, job *scheduler.Job) {
 		}
 		return
 	}
-	e.scrape(ctx, out, job.Req, res, err)
+	e.scrape(ctx, job.Req, res, err)
 	if e.abortCtx.Err() != nil {
 		// Aborted while the callback ran: it may not have produced all its
 		// requests, so a persistent queue keeps the job (at least once).

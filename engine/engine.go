@@ -17,13 +17,12 @@
 //  4. The slot is freed (a counter the loop reads; it is woken only if it
 //     waits for a slot); the worker passes the response through the spider
 //     middlewares to the callback, whose items go through the item
-//     pipelines and whose requests go back to step 1, in batches.
-//     [scrape.go: scrape, callback, processItem; output.go: the Output]
-//  5. When the callback has finished, the loop gets the job's last
-//     requests with its completion (one event, one wake-up per page),
-//     enqueues them and acknowledges the job to the scheduler (a
-//     persistent queue forgets it only then); the loop ends when nothing
-//     is queued or running. [loop.go: handleEvents, done]
+//     pipelines and whose requests go back to step 1 (FollowAll's links
+//     together). [scrape.go: scrape, callback, processItem; output.go]
+//  5. When the callback has finished and its requests are enqueued, the job
+//     is acknowledged to the scheduler (a persistent queue forgets it only
+//     then), and the loop ends when nothing is queued or running.
+//     [loop.go: handleEvents, done]
 //
 // The files, in the order a request meets them:
 //
@@ -156,6 +155,9 @@ type Engine struct {
 	maxInflight int
 	itemSem     chan struct{}
 	procs       *procs.Holder // ADAPTIVE_GOMAXPROCS, or nil
+	// procsNow is the real time for the governor (the CPU time it
+	// divides by it is real, whatever the crawl's clock); tests set it.
+	procsNow func() time.Time
 
 	events chan event
 	// downloaded counts the downloads over, whose global slots are free
@@ -229,7 +231,8 @@ func New(sp spider.Spider, s *settings.Settings, opts Options) (*Engine, error) 
 		startReqs:   opts.StartRequests,
 		maxInflight: s.Int("CONCURRENT_REQUESTS"),
 		itemSem:     make(chan struct{}, max(1, s.Int("CONCURRENT_ITEMS"))),
-		events:      make(chan event, 1024),
+		events:      make(chan event, 256),
+		procsNow:    time.Now,
 		slotFreed:   make(chan struct{}, 1),
 		stopCh:      make(chan string, 1),
 	}

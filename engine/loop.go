@@ -16,19 +16,22 @@ import (
 
 // This file is the engine's loop (steps 1, 2 and 5 of the package doc).
 // One goroutine runs it; it alone calls Scheduler.Enqueue, Next and Done
-// and counts the jobs in flight. Workers (download.go, scrape.go) talk to
-// it only through events.
+// and counts the jobs it started and finished. Workers (download.go,
+// scrape.go) talk to it through events (a callback's requests, a job's
+// completion), and count the downloads that freed their global slot in
+// Engine.downloaded (waking the loop only when it waits for a slot).
 
 type evKind uint8
 
 const (
 	evRequest  evKind = iota // a callback produced requests
-	evFinished               // a job is fully processed (with its last requests)
+	evFinished               // a job is fully processed
 )
 
 type event struct {
 	kind evKind
-	reqs []*spider.Request // to enqueue (before the job is acknowledged)
+	req  *spider.Request   // evRequest: one request to enqueue,
+	reqs []*spider.Request // or several (FollowAll)
 	job  *scheduler.Job
 	ack  bool // evFinished: acknowledge the job to the scheduler
 }
@@ -426,11 +429,12 @@ func (l *loopState) done() (reason string, ok bool) {
 }
 
 // adaptProcs is step 3b: with ADAPTIVE_GOMAXPROCS, the process's
-// governor (package procs) samples the CPU used once per half second of
-// the crawl's clock and runs the process with the Ps it needs.
+// governor (package procs) samples the CPU used at most once per half
+// second (real time, whatever the crawl's clock) and runs the process
+// with the Ps it needs.
 func (l *loopState) adaptProcs() {
 	e := l.e
-	if from, to := e.procs.Sample(e.clock.Now()); from != to {
+	if from, to := e.procs.Sample(e.procsNow()); from != to {
 		e.log.Debug().Int("from", from).Int("to", to).Msg("GOMAXPROCS adapted to the CPU the crawl uses")
 	}
 }
@@ -486,12 +490,15 @@ func (l *loopState) sleep(wakeAt time.Time) {
 }
 
 // handleEvents applies ev and every event already waiting, before the loop
-// schedules again: requests from callbacks are enqueued (step 1), freed
-// slots and finished jobs are counted, and finished jobs are acknowledged
-// to the scheduler unless they were cut short (step 5).
+// schedules again: requests from callbacks are enqueued (step 1), finished
+// jobs are counted and acknowledged to the scheduler unless they were cut
+// short (step 5).
 func (l *loopState) handleEvents(ev event) {
 	e := l.e
 	for {
+		if ev.req != nil {
+			e.enqueue(l.ctx, ev.req)
+		}
 		for _, req := range ev.reqs {
 			e.enqueue(l.ctx, req)
 		}

@@ -26,7 +26,8 @@ import (
 // scrape hands the outcome of req's download to the spider: a reschedule
 // (redirect, retry) sends its requests back to the loop, an error goes to
 // the errback, a response through the spider middlewares to the callback.
-func (e *Engine) scrape(ctx context.Context, out *output, req *spider.Request, res *spider.Response, err error) {
+func (e *Engine) scrape(ctx context.Context, req *spider.Request, res *spider.Response, err error) {
+	out := &output{e: e, ctx: ctx}
 	var resched *middleware.RescheduleError
 	switch {
 	case errors.As(err, &resched):

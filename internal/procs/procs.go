@@ -10,16 +10,17 @@
 // docs/broad-crawls.md). With fewer Ps there is no spare P to wake.
 //
 // The process has one governor, which every crawl that runs with
-// ADAPTIVE_GOMAXPROCS holds. The engine's loop gives it the time on every
-// turn (Holder.Sample); once per Interval it reads the process's CPU time
-// (all threads, the kernel's share included) and applies Policy: one P
-// more as soon as a window used more than RaiseAbove of the Ps running,
-// one fewer after LowerAfter windows in a row that used less than
-// LowerBelow of one P fewer; never above the value GOMAXPROCS had when the
-// first crawl took hold, never below 1. A crawl that needs the cores
-// (parsing large pages, a fast site) keeps them; one that waits gives the
-// spare ones back. When the last crawl lets go, GOMAXPROCS gets its value
-// back.
+// ADAPTIVE_GOMAXPROCS holds. The engine's loop gives it the time on its
+// turns (Holder.Sample, with the real time: the CPU time is real); at
+// most once per Interval it reads the process's CPU time (all threads, the
+// kernel's share included) and applies Policy: one P more as soon as a
+// window used more than RaiseAbove of the Ps running, one fewer after
+// LowerAfter windows in a row that used less than LowerBelow of one P
+// fewer; never above the value GOMAXPROCS had when the first crawl took
+// hold, never below 1. A crawl that needs the cores (parsing large pages,
+// a fast site) keeps them; one that waits gives the spare ones back. When
+// the last crawl lets go, GOMAXPROCS gets its value back (with the
+// runtime's updates to the CPU limit, when it was the runtime's default).
 package procs
 
 import (
@@ -83,11 +84,12 @@ var governor struct {
 	policy  Policy
 	cpu     func() time.Duration
 	due     time.Time // the next sample
+	changed bool      // GOMAXPROCS was set since the first holder came
 }
 
 // Holder is one crawl's hold on the process's governor.
 type Holder struct {
-	once sync.Once
+	released bool // guarded by governor.mu
 }
 
 // Hold joins the process's governor, which reads the process's CPU time
@@ -109,15 +111,16 @@ func Hold(cpu func() time.Duration) *Holder {
 		}
 		g.start, g.cpu = n, cpu
 		g.policy = Policy{Max: n, Cur: n}
-		g.due = time.Time{}
+		g.due, g.changed = time.Time{}, false
 	}
 	g.holders++
 	return &Holder{}
 }
 
-// Sample gives the governor the time now (the crawl's clock); once per
-// Interval it samples the CPU and applies the policy. It returns the
-// number of Ps before and after: they differ when it changed GOMAXPROCS.
+// Sample gives the governor the real time now; at most once per Interval
+// it samples the CPU and applies the policy. It returns the number of Ps
+// before and after: they differ when it changed GOMAXPROCS. A released
+// Holder samples nothing.
 func (h *Holder) Sample(now time.Time) (from, to int) {
 	if h == nil {
 		return 0, 0
@@ -126,6 +129,9 @@ func (h *Holder) Sample(now time.Time) (from, to int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	from = g.policy.Cur
+	if h.released {
+		return from, from
+	}
 	if now.Before(g.due) && !g.due.IsZero() && g.due.Sub(now) <= Interval {
 		return from, from
 	}
@@ -133,29 +139,32 @@ func (h *Holder) Sample(now time.Time) (from, to int) {
 	to = g.policy.Step(now, g.cpu())
 	if to != from {
 		runtime.GOMAXPROCS(to)
+		g.changed = true
 	}
 	return from, to
 }
 
 // Release lets go of the governor (once, however often it is called).
-// When the last crawl lets go, GOMAXPROCS goes back to the value it had:
-// the runtime's default, which follows the CPU limit again, when that is
-// what it was.
+// When the last crawl lets go, GOMAXPROCS goes back to the value it had
+// when the first one took hold, if the governor changed it: the runtime's
+// default (which follows the CPU limit again) when that is what it was.
 func (h *Holder) Release() {
 	if h == nil {
 		return
 	}
-	h.once.Do(func() {
-		g := &governor
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		g.holders--
-		if g.holders > 0 || g.policy.Cur == g.start {
-			return
-		}
-		runtime.SetDefaultGOMAXPROCS()
-		if runtime.GOMAXPROCS(0) != g.start {
-			runtime.GOMAXPROCS(g.start)
-		}
-	})
+	g := &governor
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if h.released {
+		return
+	}
+	h.released = true
+	g.holders--
+	if g.holders > 0 || !g.changed {
+		return
+	}
+	runtime.SetDefaultGOMAXPROCS()
+	if runtime.GOMAXPROCS(0) != g.start {
+		runtime.GOMAXPROCS(g.start)
+	}
 }

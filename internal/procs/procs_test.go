@@ -73,7 +73,7 @@ func TestHoldLowersAndRestores(t *testing.T) {
 	}
 	at := time.Unix(1000, 0)
 	var changes int
-	for i := range 100 {
+	for i := range 200 {
 		at = at.Add(Interval / 10)
 		h := h1
 		if i%2 == 1 {
@@ -86,9 +86,10 @@ func TestHoldLowersAndRestores(t *testing.T) {
 			}
 		}
 	}
-	// 10 s of the crawls' time: 20 windows, one P fewer every 4.
-	if want := min(before-1, 20/LowerAfter-1); changes != want {
-		t.Errorf("%d changes in 20 windows, want %d", changes, want)
+	// Samples every 0.05 s for 10 s: one per Interval, 20 in all, so 19
+	// windows after the first; one P fewer every LowerAfter windows.
+	if want := min(before-1, 19/LowerAfter); changes != want {
+		t.Errorf("%d changes in 19 windows, want %d", changes, want)
 	}
 	if got := runtime.GOMAXPROCS(0); got != before-changes {
 		t.Errorf("GOMAXPROCS %d, want %d", got, before-changes)
@@ -97,6 +98,9 @@ func TestHoldLowersAndRestores(t *testing.T) {
 	h1.Release() // letting go twice counts once
 	if runtime.GOMAXPROCS(0) == before {
 		t.Error("GOMAXPROCS restored while a crawl still holds the governor")
+	}
+	if from, to := h1.Sample(at.Add(time.Hour)); from != to {
+		t.Errorf("a released hold changed GOMAXPROCS %d -> %d", from, to)
 	}
 	h2.Release()
 	if got := runtime.GOMAXPROCS(0); got != before {
