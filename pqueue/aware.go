@@ -178,6 +178,7 @@ func (q *ThrottlingAware) Pop(ctx context.Context, now time.Time) (*Popped, time
 			return nil, 0, err
 		}
 	}
+	settled := false
 	for range 4 { // bounded: workers may keep reporting changes meanwhile
 		q.processDirty(now)
 		for len(q.timers) > 0 && !q.timers[0].readyAt.After(now) {
@@ -190,11 +191,11 @@ func (q *ThrottlingAware) Pop(ctx context.Context, now time.Time) (*Popped, time
 		// Holds released while looking (a holder found blocked by a
 		// delay) free scopes whose waiters must be offered them now, not
 		// at the next unrelated event.
-		if q.settle() {
+		if settled = q.settle(); settled {
 			break
 		}
 	}
-	if !q.settle() {
+	if !settled {
 		// Changes still arriving after the bounded rounds: ask again
 		// soon rather than wait for an event that may not come.
 		return nil, time.Millisecond, nil
