@@ -68,7 +68,10 @@ func countingTransport(d *Downloader, reads *atomic.Int64) {
 
 // serveOnce accepts connections on ln and answers each request with body,
 // headers and body in one write (they reach the client together).
-func serveOnce(ln net.Listener, body string) {
+func serveOnce(ln net.Listener, body string) { serveWith(ln, "", body) }
+
+// serveWith is serveOnce with more header lines (each ending in \r\n).
+func serveWith(ln net.Listener, header, body string) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -81,7 +84,7 @@ func serveOnce(ln net.Listener, body string) {
 				if _, err := http.ReadRequest(br); err != nil {
 					return
 				}
-				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n%sContent-Length: %d\r\n\r\n%s", header, len(body), body)
 			}
 		}()
 	}
@@ -89,19 +92,28 @@ func serveOnce(ln net.Listener, body string) {
 
 // TestResponseReadInOneSystemCall: a response of headers and a 20 KB body
 // that the server wrote at once is read in one system call (the lazy
-// reader's 32 KB chunk), although net/http's own buffer is 4 KB. With that
-// buffer alone it took two (the headers and the start of the body, then
-// the rest).
+// reader's 32 KB chunk), although net/http's own buffer is 1 KB. With that
+// buffer alone it took many (the headers and the start of the body, then
+// the rest). A header line longer than net/http's buffer parses whole.
 func TestResponseReadInOneSystemCall(t *testing.T) {
-	for _, size := range []int{2 << 10, 20 << 10} {
-		t.Run(fmt.Sprint(size), func(t *testing.T) {
+	long := strings.Repeat("v", 3<<10)
+	for _, tc := range []struct {
+		name   string
+		header string
+		size   int
+	}{
+		{"2048", "", 2 << 10},
+		{"20480", "", 20 << 10},
+		{"long header line", "X-Long: " + long + "\r\n", 2 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			body := strings.Repeat("x", size)
-			go serveOnce(ln, body)
+			body := strings.Repeat("x", tc.size)
+			go serveWith(ln, tc.header, body)
 			d := newTestDownloader(t, Options{})
 			var reads atomic.Int64
 			countingTransport(d, &reads)
@@ -113,6 +125,9 @@ func TestResponseReadInOneSystemCall(t *testing.T) {
 				}
 				if len(res.Body) != len(body) {
 					t.Fatalf("body of %d bytes, want %d", len(res.Body), len(body))
+				}
+				if tc.header != "" && res.Header.Get("X-Long") != long {
+					t.Fatalf("X-Long header of %d bytes, want %d", len(res.Header.Get("X-Long")), len(long))
 				}
 				if n := reads.Load() - before; n != 1 {
 					t.Errorf("request %d: the response took %d reads of the connection, want 1", i, n)

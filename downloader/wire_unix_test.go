@@ -7,6 +7,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -70,16 +71,25 @@ func TestWireReportedAfterTheBytesReachTheServer(t *testing.T) {
 		return max(n, 0)
 	}
 	d := newTestDownloader(t, Options{MaxConns: 1})
-	for i, name := range []string{"new connection", "reused connection"} {
+	// A request longer than the connection's write buffer goes out in
+	// several writes: the report waits for the last one.
+	cookie := strings.Repeat("c", 3*connWriteBufferSize+1000)
+	for i, name := range []string{"new connection", "reused connection", "request longer than the write buffer"} {
+		req := spider.MustRequest("http://"+ln.Addr().String()+"/"+name[:1], nil)
+		least := 1
+		if i == 2 {
+			req.Header = http.Header{"Cookie": {"k=" + cookie}}
+			least = len(cookie)
+		}
 		var reports, onSocket int
 		ctx := WithWire(context.Background(), func() {
 			reports++
-			if readable() > 0 {
+			if readable() >= least {
 				onSocket++
 			}
 			proceed <- struct{}{}
 		})
-		if _, err := d.Fetch(ctx, spider.MustRequest("http://"+ln.Addr().String()+"/"+name[:1], nil)); err != nil {
+		if _, err := d.Fetch(ctx, req); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if reports != 1 || onSocket != 1 {
