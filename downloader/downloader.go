@@ -237,17 +237,11 @@ func (d *Downloader) newTransport() *http.Transport {
 		// and every encoding (br included) is handled the same way.
 		DisableCompression: true,
 		TLSClientConfig:    tlsConfig,
-		// Every connection keeps these two buffers for its whole life,
-		// and a broad crawl keeps one idle connection per host. Reads go
-		// through a lazyReader (lazyread.go), which reads up to 32 KB in
-		// one system call into a pooled buffer once data has come, so
-		// net/http's read buffer only copies from it: 1 KB does (4 KB
-		// where there is no lazyReader). A request is written from the
-		// write buffer in one system call when it fits: 2 KB holds a GET
-		// with the usual headers; longer ones (large cookies, bodies)
-		// take a write per 2 KB.
-		ReadBufferSize:  connReadBufferSize,
-		WriteBufferSize: connWriteBufferSize,
+		// net/http's 4 KB read buffer per connection: the connections'
+		// reads go through a lazyReader (lazyread.go), which reads up to
+		// 32 KB in one system call into a pooled buffer once data has
+		// come, so the headers and a body of a few kilobytes still take
+		// one system call, and an idle connection holds 4 KB, not 32.
 	}
 }
 

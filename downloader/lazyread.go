@@ -8,22 +8,16 @@ import "sync"
 // for its whole life. A large one reads a response's headers and a body of
 // a few kilobytes in one system call, but a broad crawl keeps one idle
 // connection per host: 2,000 hosts with 32 KB buffers hold 64 MB that are
-// used a few milliseconds a second. So a connection's reads go through a
-// lazyReader: it waits until the connection has data without holding any
-// buffer, then reads in one system call into a 32 KB buffer taken from a
-// pool, hands it out to net/http's reads, and gives the buffer back when
-// it is drained. A response of headers and a body that fit in 32 KB takes
-// one system call. net/http's own buffer then only copies from the
-// lazyReader's, so it is cut to 1 KB (connReadBufferSize; a longer header
-// line still parses): that is all an idle connection holds for reading. A
-// read of at least 32 KB goes straight into the caller's buffer. Where the
-// connection gives no access to its file descriptor's readiness (systems
-// other than Unix), reads go to the connection through net/http's buffer,
-// which keeps its default size (4 KB).
-
-// connWriteBufferSize is net/http's write buffer per connection
-// (Transport.WriteBufferSize; its default is 4 KB).
-const connWriteBufferSize = 2 << 10
+// used a few milliseconds a second. So the transport keeps net/http's small
+// default buffer (4 KB), and a connection's reads go through a lazyReader:
+// it waits until the connection has data without holding any buffer, then
+// reads in one system call into a 32 KB buffer taken from a pool, hands it
+// out to net/http's reads, and gives the buffer back when it is drained. A
+// response of headers and a body that fit in 32 KB still takes one system
+// call; an idle connection holds no buffer of its own. A read of at least
+// 32 KB goes straight into the caller's buffer. Where the connection gives
+// no access to its file descriptor's readiness (other systems, wrapped
+// connections), reads go to the connection as they are.
 
 // lazyReadChunk is the most a lazyReader reads in one system call.
 const lazyReadChunk = 32 << 10

@@ -10,7 +10,3 @@ type lazyReader struct{ buf lazyBuf }
 func newLazyReader(net.Conn) *lazyReader { return nil }
 
 func (l *lazyReader) read(p []byte) (int, error) { panic("unreachable") }
-
-// connReadBufferSize is net/http's read buffer per connection: its
-// default (4 KB), since reads go to the connection.
-const connReadBufferSize = 0

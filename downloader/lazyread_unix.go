@@ -97,8 +97,3 @@ func (l *lazyReader) opError(err error) error {
 	}
 	return &net.OpError{Op: "read", Net: l.conn.LocalAddr().Network(), Source: l.conn.LocalAddr(), Addr: l.conn.RemoteAddr(), Err: err}
 }
-
-// connReadBufferSize is net/http's read buffer per connection
-// (Transport.ReadBufferSize): it copies from a lazyReader's buffer, so it
-// need not be large.
-const connReadBufferSize = 1 << 10

@@ -71,9 +71,10 @@ func TestWireReportedAfterTheBytesReachTheServer(t *testing.T) {
 		return max(n, 0)
 	}
 	d := newTestDownloader(t, Options{MaxConns: 1})
-	// A request longer than the connection's write buffer goes out in
-	// several writes: the report waits for the last one.
-	cookie := strings.Repeat("c", 3*connWriteBufferSize+1000)
+	// A request longer than the connection's write buffer (net/http's
+	// default, 4 KB) goes out in several writes: the report waits for the
+	// last one.
+	cookie := strings.Repeat("c", 3*(4<<10)+1000)
 	for i, name := range []string{"new connection", "reused connection", "request longer than the write buffer"} {
 		req := spider.MustRequest("http://"+ln.Addr().String()+"/"+name[:1], nil)
 		least := 1
