@@ -132,8 +132,11 @@ type GateState struct {
 	QuotaUsed   float64   `json:"quota_used,omitempty"`
 	WindowStart time.Time `json:"window_start,omitzero"`
 
-	// Sends counts every request sent.
-	Sends int64 `json:"sends,omitempty"`
+	// Sends counts every request sent; TurnSends those sent in another
+	// request's turn (RecordSentInTurnOf: robots.txt), which the rate
+	// controller leaves out of a first refusal's burst.
+	Sends     int64 `json:"sends,omitempty"`
+	TurnSends int64 `json:"turn_sends,omitempty"`
 	// OK, Refused and Other count completions by OutcomeClass.
 	OK      int64 `json:"ok,omitempty"`
 	Refused int64 `json:"refused,omitempty"`

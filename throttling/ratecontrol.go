@@ -65,9 +65,6 @@ type rateState struct {
 	rcLate      float64    // how much slower than the rate in force the scope sends (late wake-ups); 1 = on time
 	rcSendLimit int64      // RateLimit remaining as a send budget: GateParams.SendLimit, until rcRemUntil
 	rcRemUntil  time.Time  // the server's reset of that remaining quota
-	// rcTurnSends counts the sends that took another request's turn
-	// (robots.txt, WithTurnOf): the first event's burst leaves them out.
-	rcTurnSends int64
 }
 
 // RateMark is a moment in the rate controller's memory: a refusal event
@@ -421,8 +418,10 @@ func (p *Policy) rcRefusal(now, sentAt time.Time, pause time.Duration, soft bool
 		// burst of one read two, so that the gap bounds of single
 		// requests never applied (docs/throttling.md). A server that
 		// does count it refuses sooner than the bounds expect, and the
-		// next refusal's upper bound corrects them.
-		p.rcBurst = float64(max(accepted(g)-p.rcTurnSends, 1))
+		// next refusal's upper bound corrects them. The gate counts
+		// them (TurnSends), so that a shared gate's policy, which runs
+		// in whichever worker has the feedback, reads them too.
+		p.rcBurst = float64(max(accepted(g)-g.TurnSends, 1))
 		p.rcRampMarks = p.rcRampEvent(now, g)
 		est = max(est, p.rcRampGuess(now))
 	}

@@ -142,7 +142,7 @@ func (t *Throttler) saveShared(m *ThrottlingScopeManager, r sharedRecord, now ti
 // scope, which the gate has not counted yet (it is released after).
 func (t *Throttler) feedbackUpdate(scope string, sig Signal, f ScopeFeedback, done *Outcome) PolicyUpdate {
 	if !sig.SentAt.IsZero() {
-		sig.SentAt = sig.SentAt.Add(t.shared.Offset()) // into the shared clock, for the burst rule
+		sig.SentAt = t.sharedSentAt(sig.SentAt)
 	}
 	return func(now time.Time, rec []byte, g GateState) (PolicyWrite, bool) {
 		t.mu.Lock()
@@ -157,6 +157,30 @@ func (t *Throttler) feedbackUpdate(scope string, sig Signal, f ScopeFeedback, do
 		}
 		return t.saveShared(m, r, now, f), true
 	}
+}
+
+// SharedSendTimes is an optional Shared method: the shared clock's time
+// of a request's admission, the very value its gates recorded as their
+// last send (GateState.LastSent), for the request whose send time is
+// sentAt (as Admit or the shared frontier gave it); false when the store
+// no longer knows it. The policy names a refusal's request by it (the
+// rate controller's gap bounds read the gap before it only when it is
+// still the gate's last send); the local time moved by the clock offset,
+// re-measured at every round trip, seldom equals it.
+type SharedSendTimes interface {
+	SharedSentAt(sentAt time.Time) (time.Time, bool)
+}
+
+// sharedSentAt is a request's send time (local, as admitted) in the
+// shared clock: the store's record of its admission, or else sentAt moved
+// by the clock offset as last measured.
+func (t *Throttler) sharedSentAt(sentAt time.Time) time.Time {
+	if st, ok := t.shared.(SharedSendTimes); ok {
+		if at, ok := st.SharedSentAt(sentAt); ok {
+			return at
+		}
+	}
+	return sentAt.Add(t.shared.Offset())
 }
 
 // admitShared is Admit with the gates in the shared store. A wait on a

@@ -105,6 +105,7 @@ func (g *Gate) RecordSentInTurnOf(now, sentAt time.Time, u float64) bool {
 	g.advance(now)
 	s.Active++
 	s.Sends++
+	s.TurnSends++
 	s.LastSent, s.Wired = now, time.Time{}
 	s.JitterF = max(0, 1+g.Params.JitterLo+u*(g.Params.JitterHi-g.Params.JitterLo))
 	s.HasPrev, s.PrevSent, s.PrevJitterF = false, time.Time{}, 0
@@ -130,9 +131,6 @@ func (m *ThrottlingScopeManager) RecordSentInTurnOf(now, sentAt time.Time, amoun
 		u = m.rnd.Float64()
 	}
 	m.gate.RecordSentInTurnOf(now, sentAt, u)
-	if m.policy != nil {
-		m.policy.rcTurnSends++
-	}
 	m.lastUsed = now
 	return true
 }

@@ -70,6 +70,9 @@ func TestGateTurnOf(t *testing.T) {
 			if g.State.HasPrev != c.hasPrev {
 				t.Errorf("HasPrev = %v, want %v (a taken turn cannot be given back; a wired one keeps the send before it)", g.State.HasPrev, c.hasPrev)
 			}
+			if want := map[bool]int64{true: 1}[took]; g.State.TurnSends != want {
+				t.Errorf("TurnSends = %d, want %d (the sends in another's turn, which a first refusal's burst leaves out)", g.State.TurnSends, want)
+			}
 		})
 	}
 }

@@ -71,15 +71,20 @@ func decodeState(v map[string]string) throttling.GateState {
 	s := throttling.GateState{Active: int(i("a")), LastSent: t("ls"), JitterF: n("jf"), QuotaUsed: n("qu"), WindowStart: t("ws"),
 		Sends: i("ns"), OK: i("ok"), Refused: i("rf"), Other: i("ot"), LatencySum: msDuration(n("lsum")), LatencyN: i("ln"),
 		InFlightSeconds: n("ifs"), FullSeconds: n("fs"), AreaAt: t("aa"), BucketStart: t("bs"),
-		BucketSends: int(i("bc")), PrevBucketSends: int(i("bp"))}
+		BucketSends: int(i("bc")), PrevBucketSends: int(i("bp")), Wired: t("lw"), TurnSends: i("nt")}
 	if _, ok := v["jf"]; !ok {
 		s.JitterF = 1
 	}
 	// The send before the latest, while the latest is not given back
-	// (lr names its reservation until then): the rate controller's gap
-	// bounds read it, as from an in-memory gate.
-	if v["lr"] != "" {
+	// (lr names its reservation until then) and has one (pls is '' after
+	// a send in another's turn): the rate controller's gap bounds read it,
+	// as from an in-memory gate. A gate written before lw existed has
+	// neither lw nor nt: its last send is its wire time, as it was.
+	if v["lr"] != "" && v["pls"] != "" {
 		s.PrevSent, s.HasPrev = t("pls"), true
+	}
+	if !s.Wired.After(s.LastSent) {
+		s.Wired = time.Time{} // on the wire at its admission (lw = ls)
 	}
 	return s
 }

@@ -15,8 +15,11 @@ import (
 // acknowledgement flushed), so that only a dead or cut-off worker's
 // requests come back to the queue.
 type lease struct {
-	id        pqueue.ID
-	sentAt    int64 // UnixNano in the local clock, unique in the process
+	id     pqueue.ID
+	sentAt int64 // UnixNano in the local clock, unique in the process
+	// admitted is the admission in Redis's clock: the send time the gates
+	// of its scopes recorded (ls), which names it to the policies.
+	admitted  time.Time
 	admission bool
 	classes   string  // outcome per scope, set by the throttler when the download ends
 	latency   float64 // ms
@@ -37,17 +40,18 @@ func newLeases() *leases {
 	return &leases{byID: map[pqueue.ID]*lease{}, bySent: map[int64]*lease{}}
 }
 
-// add records a reservation sent at sentAt (local clock) and returns the
-// send time it is known by: sentAt, moved by nanoseconds when another
-// reservation has the same, so that the send time names one reservation.
-func (ls *leases) add(id pqueue.ID, sentAt time.Time, admission bool) time.Time {
+// add records a reservation sent at sentAt (local clock), admitted at
+// admitted in Redis's clock, and returns the send time it is known by:
+// sentAt, moved by nanoseconds when another reservation has the same, so
+// that the send time names one reservation.
+func (ls *leases) add(id pqueue.ID, sentAt, admitted time.Time, admission bool) time.Time {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	n := sentAt.UnixNano()
 	for ls.bySent[n] != nil {
 		n++
 	}
-	l := &lease{id: id, sentAt: n, admission: admission}
+	l := &lease{id: id, sentAt: n, admitted: admitted, admission: admission}
 	ls.byID[id] = l
 	ls.bySent[n] = l
 	return time.Unix(0, n)
@@ -58,6 +62,18 @@ func (ls *leases) bySentAt(t time.Time) *lease {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.bySent[t.UnixNano()]
+}
+
+// admittedAt returns the admission in Redis's clock of the reservation
+// sent at t, and whether it is held.
+func (ls *leases) admittedAt(t time.Time) (time.Time, bool) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.bySent[t.UnixNano()]
+	if l == nil || l.admitted.IsZero() {
+		return time.Time{}, false
+	}
+	return l.admitted, true
 }
 
 // setOutcome records how the request sent at t ended (for its

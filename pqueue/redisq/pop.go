@@ -133,7 +133,7 @@ func (f *Frontier) popShard(ctx context.Context, k int, now time.Time, n int) ([
 		f.setHint(k, gen, now, r)
 		var out []*pqueue.Popped
 		for _, m := range r.jobs {
-			p, err := f.popped(m, local)
+			p, err := f.popped(m, local, msTime(r.now))
 			if err != nil {
 				return out, err
 			}
@@ -187,8 +187,9 @@ func (f *Frontier) setHint(k int, gen uint64, now time.Time, r popReply) {
 	f.mu.Unlock()
 }
 
-// popped turns a reserved entry into a Popped, recorded as held.
-func (f *Frontier) popped(m string, sentAt time.Time) (*pqueue.Popped, error) {
+// popped turns a reserved entry into a Popped, recorded as held; sentAt
+// is its admission in the local clock, admitted in Redis's.
+func (f *Frontier) popped(m string, sentAt, admitted time.Time) (*pqueue.Popped, error) {
 	in, reqb, err := decodeMember(m)
 	if err != nil {
 		return nil, err
@@ -198,14 +199,14 @@ func (f *Frontier) popped(m string, sentAt time.Time) (*pqueue.Popped, error) {
 		// Not sendable: acknowledge it so that it does not come back
 		// forever, and say so.
 		f.log.Error().Err(err).Uint64("id", uint64(in.ID)).Msg("dropping a stored request that does not decode")
-		f.leases.add(in.ID, sentAt, false)
+		f.leases.add(in.ID, sentAt, admitted, false)
 		f.out.add(&op{kind: opAck, shard: shardOfID(in.ID), ack: ack{id: in.ID}})
 		return nil, nil
 	}
 	// Its delay (if any) held it once, in the delayed set: mark it, so
 	// that neither the engine nor a copy waits again.
 	throttling.MarkRequestDelayTaken(req)
-	at := f.leases.add(in.ID, sentAt, false)
+	at := f.leases.add(in.ID, sentAt, admitted, false)
 	return &pqueue.Popped{ID: in.ID, Req: req, Scopes: in.Scopes, Admitted: true, SentAt: at}, nil
 }
 

@@ -28,8 +28,9 @@ type Throttling struct {
 }
 
 var (
-	_ throttling.Shared      = (*Throttling)(nil)
-	_ throttling.SharedWirer = (*Throttling)(nil)
+	_ throttling.Shared          = (*Throttling)(nil)
+	_ throttling.SharedWirer     = (*Throttling)(nil)
+	_ throttling.SharedSendTimes = (*Throttling)(nil)
 )
 
 // NewThrottling returns the shared throttling store of s's job.
@@ -118,7 +119,7 @@ func (t *Throttling) Admit(ctx context.Context, scopes throttling.Scopes, noSlot
 		switch v[1] {
 		case "ok":
 			id8, _ := v[2].(string)
-			return f.leases.add(idOf(id8), local, true), 0, nil
+			return f.leases.add(idOf(id8), local, msTime(atof(v[0])), true), 0, nil
 		case "slot":
 			return time.Time{}, throttling.UntilSlotFree, nil
 		case "wait":
@@ -162,6 +163,17 @@ func (t *Throttling) Release(ctx context.Context, sentAt time.Time, classes []th
 		f.out.add(&op{kind: opAck, shard: shardOfID(l.id), ack: ack{id: l.id, classes: letters, latency: ms}})
 	}
 	return nil
+}
+
+// SharedSentAt implements throttling.SharedSendTimes: the Redis time of
+// the pop or admit script that admitted the request sent at sentAt, which
+// its gates recorded as their last send, while this worker holds it.
+func (t *Throttling) SharedSentAt(sentAt time.Time) (time.Time, bool) {
+	f, err := t.frontier()
+	if err != nil {
+		return time.Time{}, false
+	}
+	return f.leases.admittedAt(sentAt)
 }
 
 // Wired implements throttling.SharedWirer: the request sent at sentAt

@@ -27,6 +27,13 @@ type tworker struct {
 
 func (w *world) throttled(t *testing.T, owner string, set map[string]any) *tworker {
 	t.Helper()
+	return w.throttledWith(t, owner, set, redisq.FrontierOptions{})
+}
+
+// throttledWith is throttled with frontier options (its store, gates,
+// throttling and clock are the world's).
+func (w *world) throttledWith(t *testing.T, owner string, set map[string]any, o redisq.FrontierOptions) *tworker {
+	t.Helper()
 	s := settings.New()
 	if err := s.SetMap(set, settings.SourceCommandLine, "test"); err != nil {
 		t.Fatal(err)
@@ -40,7 +47,8 @@ func (w *world) throttled(t *testing.T, owner string, set map[string]any) *twork
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := redisq.NewFrontier(redisq.FrontierOptions{Store: st, Gates: thr, Throttling: shared, Clock: w.clk})
+	o.Store, o.Gates, o.Throttling, o.Clock = st, thr, shared, w.clk
+	f, err := redisq.NewFrontier(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package redisq_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -92,5 +93,116 @@ func TestWiredRequestKeepsItsTurnShared(t *testing.T) {
 	w.advance(time.Second)
 	if q, _ := pop(t, b.f, w.clk.Now().Add(time.Hour)); q != nil {
 		t.Fatal("a request that reached the wire gave its turn back")
+	}
+}
+
+// A wire mark moves where the delay counts from, not the send it names:
+// the gate keeps the admission (LastSent, which the feedback names the
+// request by), records the write apart (Wired), and still knows the send
+// before it (PrevSent, as it reached the wire), as the in-memory gate
+// does; the next send's previous send is the wired one's write. The
+// rate controller's gap bounds read those two sends.
+func TestWireMarkKeepsThePreviousSendShared(t *testing.T) {
+	w := newWorld(t, 1, throttling.GateParams{}, nil)
+	set := map[string]any{"ROBOTSTXT_OBEY": false, "DOWNLOAD_DELAY": 2.0, "RANDOMIZE_DOWNLOAD_DELAY": false}
+	a, b := w.throttled(t, "a", set), w.throttled(t, "b", set)
+	a.push(t, urls("h.test", 4)...)
+	w.advance(time.Second) // past the scope's start ramp
+	gate := func() throttling.GateState {
+		t.Helper()
+		g, ok, err := a.f.Store().Gate(context.Background(), "h.test")
+		if err != nil || !ok {
+			t.Fatalf("gate: %v %v", ok, err)
+		}
+		return g.State
+	}
+	p1, _ := pop(t, a.f, w.clk.Now().Add(time.Hour))
+	if p1 == nil {
+		t.Fatal("first request not popped")
+	}
+	t1 := w.clk.Now()
+	w.advance(3 * time.Millisecond)
+	a.thr.Wired(p1.Scopes, p1.SentAt)
+	flush(t, a.f)
+	w1 := w.clk.Now()
+	if g := gate(); !g.LastSent.Equal(t1) || !g.Wired.Equal(w1) || !g.LastOnWire().Equal(w1) {
+		t.Fatalf("after the first wire mark: last sent %v, wired %v; want the admission %v and the write %v", g.LastSent, g.Wired, t1, w1)
+	}
+	w.advance(2*time.Second - time.Millisecond)
+	if q, _ := pop(t, b.f, w.clk.Now().Add(time.Hour)); q != nil {
+		t.Fatal("b sent inside the delay after the first request's write")
+	}
+	w.advance(time.Millisecond)
+	p2, _ := pop(t, b.f, w.clk.Now().Add(time.Hour))
+	if p2 == nil {
+		t.Fatal("b did not send the delay after the first request's write")
+	}
+	t2 := w.clk.Now()
+	if g := gate(); !g.HasPrev || !g.PrevSent.Equal(w1) || !g.LastSent.Equal(t2) || !g.Wired.IsZero() {
+		t.Fatalf("after the second send: %+v; want the last send %v, not wired, and the previous one at its write %v", g, t2, w1)
+	}
+	w.advance(5 * time.Millisecond)
+	b.thr.Wired(p2.Scopes, p2.SentAt)
+	flush(t, b.f)
+	w2 := w.clk.Now()
+	g := gate()
+	if !g.HasPrev || !g.PrevSent.Equal(w1) || !g.LastSent.Equal(t2) || !g.Wired.Equal(w2) {
+		t.Fatalf("after the second wire mark: %+v; want the previous send %v kept, last sent %v, wired %v", g, w1, t2, w2)
+	}
+	// Reported not sent after its write: the turn is kept, and so is
+	// the send before it.
+	b.thr.NotSent(context.Background(), p2.Req, p2.Scopes, p2.SentAt)
+	if err := b.f.Ack(context.Background(), p2.ID); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, b.f)
+	if g := gate(); !g.HasPrev || !g.PrevSent.Equal(w1) || !g.LastSent.Equal(t2) || !g.Wired.Equal(w2) {
+		t.Fatalf("a wired send gave its turn back: %+v", g)
+	}
+	a.respond(t, p1, http.StatusOK, nil)
+}
+
+// A gate hash written before the wire time and the turn counter existed
+// (no lw, no nt) reads as before: the last send is where the delay counts
+// from, the send before it is known while lr names the last one.
+func TestOldGateHashWithoutWireTimeShared(t *testing.T) {
+	w := newWorld(t, 1, throttling.GateParams{}, nil)
+	set := map[string]any{"ROBOTSTXT_OBEY": false, "DOWNLOAD_DELAY": 2.0, "RANDOMIZE_DOWNLOAD_DELAY": false}
+	a := w.throttled(t, "a", set)
+	a.push(t, urls("h.test", 3)...)
+	w.advance(time.Second)
+	p, _ := pop(t, a.f, w.clk.Now().Add(time.Hour))
+	if p == nil {
+		t.Fatal("first request not popped")
+	}
+	// As the old wire mark left it: ls moved to the write, lr cleared.
+	key := w.l.ShardKey(w.l.ShardOf("h.test"), "s:h.test")
+	wire := w.clk.Now().Add(500 * time.Millisecond)
+	ms := strconv.FormatFloat(float64(wire.UnixMicro())/1000, 'f', 3, 64)
+	if err := w.c.HSet(context.Background(), key, "ls", ms, "lr", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.c.HDel(context.Background(), key, "lw", "nt").Err(); err != nil {
+		t.Fatal(err)
+	}
+	g, _, err := a.f.Store().Gate(context.Background(), "h.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := g.State; !s.LastSent.Equal(wire) || !s.Wired.IsZero() || s.HasPrev || s.TurnSends != 0 {
+		t.Fatalf("old gate read as %+v; want the last send at %v, no wire time, no previous send", s, wire)
+	}
+	w.advance(2*time.Second + 499*time.Millisecond)
+	if q, _ := pop(t, a.f, w.clk.Now().Add(time.Hour)); q != nil {
+		t.Fatal("sent inside the delay after an old gate's last send")
+	}
+	w.advance(time.Millisecond)
+	q, _ := pop(t, a.f, w.clk.Now().Add(time.Hour))
+	if q == nil {
+		t.Fatal("not sent the delay after an old gate's last send")
+	}
+	g, _, _ = a.f.Store().Gate(context.Background(), "h.test")
+	if s := g.State; !s.HasPrev || !s.PrevSent.Equal(wire) || !s.LastSent.Equal(w.clk.Now()) {
+		t.Fatalf("after a send on an old gate: %+v; want the previous send %v", s, wire)
 	}
 }

@@ -9,7 +9,9 @@
 -- whose request has not reached the server: in each scope where it made
 -- the last send, the new request takes its turn, as Gate.CanSendInTurnOf
 -- and RecordSentInTurnOf: the delay counts from the send before it, its
--- quota amount is the new request's, and neither can give the turn back).
+-- quota amount is the new request's, and neither can give the turn back;
+-- a request that reached the wire has no turn to give). The new request
+-- is the scope's last send with no send before it (pls ''), counted in nt.
 -- Returns {now, 'ok', ID} or {now, 'slot'} or {now, 'wait', ms} or {now,
 -- 'stale', scope}.
 local shard, owner, lease, u0 = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -23,12 +25,12 @@ for j, s in ipairs(names) do
   gates[j] = gt
   if turn ~= '' then
     local v = redis.call('HMGET', gkey(s), 'lr', 'pls', 'pjf')
-    if v[1] == turn then
+    if v[1] == turn and v[2] ~= '' and gt.lw <= 0 then
       -- the turn's owner gives its send to this request
       owned[j] = true
       gt = {}
       for f, x in pairs(gates[j]) do gt[f] = x end
-      gt.ls, gt.jf = tonumber(v[2]) or 0, tonumber(v[3]) or 1
+      gt.ls, gt.lw, gt.jf = tonumber(v[2]) or 0, 0, tonumber(v[3]) or 1
       -- its quota amount, counted in the current window, is this one's
       if gt.q > 0 and gt.ws > 0 and gates[j].ls >= gt.ws then gt.qu = math.max(0, gt.qu - amounts[j]) end
     end
@@ -45,7 +47,9 @@ end
 local id8 = pack_id(redis.call('INCR', KEYS[1]) * 1024 + shard)
 for j, s in ipairs(names) do
   if owned[j] then
-    record_sent(s, gates[j], now, 0, (u0 + (j - 1) * 0.6180339887498949) % 1, '')
+    record_sent(s, gates[j], now, 0, (u0 + (j - 1) * 0.6180339887498949) % 1, id8)
+    redis.call('HSET', gkey(s), 'pls', '', 'pjf', '')
+    redis.call('HINCRBY', gkey(s), 'nt', 1)
   else
     record_sent(s, gates[j], now, amounts[j], (u0 + (j - 1) * 0.6180339887498949) % 1, id8)
   end

@@ -133,18 +133,24 @@ end
 -- they go stale (0 = never), vo the ok count at which they go stale (0 =
 -- never), sl / su the send budget (RateLimit remaining: no send while ns -
 -- ot >= sl, until su ms; su 0 = none). The state is written only by the operations
--- below: a in flight, ls last send (ms), jf jitter factor of the gap after
--- it, qu quota used, ws quota window start, lr the reservation that made
--- the last send with pls / pjf the ls / jf before it (Gate.GiveBack: lr is
--- cleared once its turn is given back); and the counters the policy
--- reads, which only grow: ns sends, ok / rf (refused: backoff triggers) /
+-- below: a in flight, ls last send (ms: its admission, which names it),
+-- lw when it reached its connection (GateState.Wired: 0 = not reported;
+-- the delay counts from lw when set, see last_on_wire, and a send with
+-- lw set keeps its turn),
+-- jf jitter factor of the gap after it, qu quota used, ws quota window
+-- start, lr the reservation that made the last send with pls / pjf the
+-- send before it (when it reached the wire) and its jf (GateState.PrevSent,
+-- HasPrev: lr is cleared once its turn is given back; pls is '' after a
+-- send in another's turn, which has no send before it); and the counters
+-- the policy reads, which only grow: ns sends, nt sends in another's turn
+-- (GateState.TurnSends), ok / rf (refused: backoff triggers) /
 -- ot completions, lsum / ln latency sum (ms) and count of ok completions,
 -- ifs request-seconds in flight and fs seconds with every slot taken (up
 -- to aa), bs / bc / bp the current one-second bucket of sends, its sends
 -- and those of the bucket before. The policy's own state is the JSON in
 -- p, versioned by pv (pread, pwrite).
 local GF = {'d', 'jl', 'jh', 'c', 'bu', 'q', 'w', 'vu', 'vo', 'sl', 'su', 'a', 'ls', 'jf', 'qu', 'ws', 'ifs', 'fs', 'aa', 'bs', 'bc', 'ok',
-  'ns', 'ot'}
+  'ns', 'ot', 'lw'}
 local GF_JF = 14 -- index of 'jf' in GF (its default is 1, not 0)
 
 -- take_start_token takes a token of the start-rate bucket (rate tokens a
@@ -175,6 +181,14 @@ local function gate_load(s)
   return g
 end
 
+-- last_on_wire is GateState.LastOnWire: when the last send reached the
+-- server as far as the gate knows (lw when reported, else ls; 0 before
+-- the first send). The delay and the gaps between sends count from it.
+local function last_on_wire(g)
+  if g.lw > 0 then return g.lw end
+  return g.ls
+end
+
 local function stale(g, now)
   return g == nil or (g.vu > 0 and g.vu <= now) or (g.vo > 0 and g.ok >= g.vo)
 end
@@ -190,8 +204,9 @@ local function can_send(g, now, amount, noSlot)
   if not noSlot and g.c > 0 and g.a >= g.c then return SLOT end
   local w = 0
   if g.bu > now then w = g.bu - now end
-  if g.ls > 0 then
-    local nx = g.ls + g.d * g.jf
+  local last = last_on_wire(g)
+  if last > 0 then
+    local nx = last + g.d * g.jf
     if nx - now > w then w = nx - now end
   end
   if quota_open(g, now) and g.qu > 0 and g.qu + amount > g.q then
@@ -219,7 +234,8 @@ local function advance(g, now, f)
 end
 
 -- record_sent is Gate.RecordSent with u uniform in [0, 1) drawn by the
--- caller, for reservation id8.
+-- caller, for reservation id8: the send before it is the last one as it
+-- reached the wire (last_on_wire), and the new one is not on the wire yet.
 local function record_sent(s, g, now, amount, u, id8)
   local k = gkey(s)
   local f = {}
@@ -227,10 +243,11 @@ local function record_sent(s, g, now, amount, u, id8)
   local jf = 1 + g.jl + u * (g.jh - g.jl)
   if jf < 0 then jf = 0 end
   table.insert(f, 'a'); table.insert(f, num(g.a + 1))
-  table.insert(f, 'pls'); table.insert(f, num(g.ls))
+  table.insert(f, 'pls'); table.insert(f, num(last_on_wire(g)))
   table.insert(f, 'pjf'); table.insert(f, num(g.jf))
   table.insert(f, 'lr'); table.insert(f, id8)
   table.insert(f, 'ls'); table.insert(f, num(now))
+  table.insert(f, 'lw'); table.insert(f, '0')
   table.insert(f, 'jf'); table.insert(f, num(jf))
   -- rollBucket, then one more send in the current bucket
   if g.bs == 0 or now - g.bs >= 2000 then
@@ -253,7 +270,7 @@ local function record_sent(s, g, now, amount, u, id8)
   end
   redis.call('HSET', k, unpack(f))
   redis.call('HINCRBY', k, 'ns', 1)
-  g.a, g.ls, g.jf, g.ns = g.a + 1, now, jf, g.ns + 1
+  g.a, g.ls, g.lw, g.jf, g.ns = g.a + 1, now, 0, jf, g.ns + 1
 end
 
 local woke = 0 -- groups moved from a parking to the ready set by this call
@@ -282,11 +299,12 @@ local function wake(s)
 end
 
 -- give_back is Gate.GiveBack for reservation id8 (amount: its quota
--- amount): if it made the last send of s, the send before it becomes the
--- last again and its quota amount is returned.
+-- amount): if it made the last send of s, has a send before it and did
+-- not reach the wire (lw), the send before it becomes the last again and
+-- its quota amount is returned.
 local function give_back(s, g, id8, amount, f)
   local v = redis.call('HMGET', gkey(s), 'lr', 'pls', 'pjf')
-  if v[1] ~= id8 then return end
+  if v[1] ~= id8 or v[2] == '' or g.lw > 0 then return end
   table.insert(f, 'ls'); table.insert(f, v[2] or '0')
   table.insert(f, 'jf'); table.insert(f, v[3] or '1')
   table.insert(f, 'lr'); table.insert(f, '')
@@ -374,12 +392,16 @@ end
 
 -- wired is Gate.RecordWired for reservation id8, whose request reached
 -- its connection age ms before the worker built this call: in each of
--- its scopes where it is still the last send, the delay to the next send
--- counts from now - age, with the same jitter factor, and its turn can no
--- longer be given back. The call runs after it was built, so now - age is
--- never earlier than the write: the next send waits at least the delay
--- after the request reached the server. Only the worker's clock's rate
--- matters (age is a duration), not its offset from Redis's.
+-- its scopes where it is still the last send, lw records now - age when
+-- that is later than what the gate knew (its admission, or an earlier
+-- mark; the admission itself for a first mark no later): the delay to the next send counts from there, with the same jitter
+-- factor, and so does the gap to the next send (its pls); the turn can no
+-- longer be given back. ls keeps the admission, which names the request
+-- in its outcome, and the send before it stays known (pls, lr): the rate
+-- controller's gap bounds read both. The call runs after it was built, so
+-- now - age is never earlier than the write: the next send waits at least
+-- the delay after the request reached the server. Only the worker's
+-- clock's rate matters (age is a duration), not its offset from Redis's.
 local function wired(id8, now, age)
   local v = redis.call('HGET', P .. 'r', id8)
   if not v then return end
@@ -387,11 +409,14 @@ local function wired(id8, now, age)
   local _, names = decode(string.sub(v, 3 + n))
   for _, s in ipairs(names) do
     local k = gkey(s)
-    local g = redis.call('HMGET', k, 'lr', 'ls')
+    local g = redis.call('HMGET', k, 'lr', 'ls', 'lw')
     if g[1] == id8 then
       local at = now - math.max(0, age)
-      if at > (tonumber(g[2]) or 0) then redis.call('HSET', k, 'ls', num(at)) end
-      redis.call('HSET', k, 'lr', '')
+      local ls, lw = tonumber(g[2]) or 0, tonumber(g[3]) or 0
+      -- a mark no later than the admission (Redis's clock ticks in
+      -- microseconds, a fake one in steps) records the admission: the
+      -- delay is unchanged, but the send is on the wire and keeps its turn
+      if lw <= 0 or at > lw then redis.call('HSET', k, 'lw', num(math.max(at, ls))) end
     end
   end
 end
