@@ -7,6 +7,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,7 +77,7 @@ func TestWireReportedAfterTheBytesReachTheServer(t *testing.T) {
 	// last one.
 	cookie := strings.Repeat("c", 3*(4<<10)+1000)
 	for i, name := range []string{"new connection", "reused connection", "request longer than the write buffer"} {
-		req := spider.MustRequest("http://"+ln.Addr().String()+"/"+name[:1], nil)
+		req := spider.MustRequest("http://"+ln.Addr().String()+"/"+strconv.Itoa(i), nil)
 		least := 1
 		if i == 2 {
 			req.Header = http.Header{"Cookie": {"k=" + cookie}}

@@ -115,17 +115,19 @@ type GateState struct {
 	LastSent time.Time `json:"last_sent,omitzero"`
 	// JitterF is the jitter factor drawn for the gap after LastSent.
 	JitterF float64 `json:"jitter_f,omitempty"`
-	// PrevSent and PrevJitterF are LastSent and JitterF as they were
-	// before the last send, kept while that send can still be given back
-	// (HasPrev; see GiveBack).
+	// PrevSent and PrevJitterF are the send before the last one, as it
+	// reached the wire (its LastOnWire), and its JitterF, kept while the
+	// last send can still be given back (HasPrev; see GiveBack) or its
+	// gap read by the rate controller.
 	PrevSent    time.Time `json:"prev_sent,omitzero"`
 	PrevJitterF float64   `json:"prev_jitter_f,omitempty"`
 	HasPrev     bool      `json:"has_prev,omitempty"`
-	// Wired is when the last send was written to its connection, when
-	// that was reported later than LastSent (RecordWired: a new
-	// connection's dial); zero otherwise. The delay to the next send
-	// counts from it (LastOnWire), and a wired send's turn is never given
-	// back. LastSent keeps the admission time, which names the request.
+	// Wired is when the last send was written to its connection, as
+	// reported (RecordWired: later than LastSent after a new connection's
+	// dial, LastSent itself when reported no later); zero before the
+	// report. The delay to the next send counts from it (LastOnWire), and
+	// a wired send's turn is never given back. LastSent keeps the
+	// admission time, which names the request.
 	Wired time.Time `json:"wired,omitzero"`
 	// QuotaUsed is the quota consumed in the window started at
 	// WindowStart (zero: no window open).
@@ -170,7 +172,7 @@ type Gate struct {
 
 // CanSend reports how long a request consuming amount of the quota must
 // wait at now: 0, a wait, or UntilSlotFree when every concurrency slot is
-// taken. The wait is the latest of BlockedUntil, LastSent + Delay*JitterF,
+// taken. The wait is the latest of BlockedUntil, LastOnWire + Delay*JitterF,
 // the end of a quota window the amount does not fit in, and the end of a
 // send budget used up (SendLimitUntil).
 func (g *Gate) CanSend(now time.Time, amount float64) time.Duration {

@@ -52,6 +52,11 @@ func TestGateTurnOf(t *testing.T) {
 			g.RecordWired(t0, t0.Add(10*ms))
 			return g.CanSendInTurnOf(t0.Add(20*ms), t0, 0), g.RecordSentInTurnOf(t0.Add(20*ms), t0, 0)
 		}, delay - 10*ms, false, t0.Add(delay + 10*ms), true}, // the send before stays known (the gaps); the wire keeps the turn (Wired)
+		{"a request on the wire at its admission instant has no turn to take either", func(g *Gate) (time.Duration, bool) {
+			g.RecordSent(t0, 0, 0)
+			g.RecordWired(t0, t0) // a coarse clock: the report no later than the admission
+			return g.CanSendInTurnOf(t0.Add(20*ms), t0, 0), g.RecordSentInTurnOf(t0.Add(20*ms), t0, 0)
+		}, delay - 20*ms, false, t0.Add(delay), true},
 		{"Retry-After still holds", func(g *Gate) (time.Duration, bool) {
 			g.RecordSent(t0, 0, 0)
 			g.Params.BlockedUntil = t0.Add(2 * delay)

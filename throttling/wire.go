@@ -11,9 +11,10 @@ import "time"
 // from the admission would then let the server see a gap shorter than the
 // delay (the next request, on the now open connection, goes out at once).
 // So the engine reports when each request was written to its connection
-// (Wired), and the gate moves that request's send time there: the delay
-// to the next request counts from the later of the admission and the
-// moment the request reached the wire.
+// (Wired), and the gate records that moment beside the request's
+// admission (GateState.Wired): the delay to the next request counts from
+// the later of the admission and the moment the request reached the wire,
+// while the admission still names the request.
 
 // WireRecorder is an optional ScopeManager method: the request admitted at
 // sentAt was written to its connection at now. The default
@@ -30,14 +31,21 @@ type WireRecorder interface {
 // the gap to the next send that the rate controller reads (the next
 // send's PrevSent). A request written after another was admitted changes
 // nothing (the next send's turn is already taken). A wired request's turn
-// can no longer be given back (it reached the server); LastSent keeps its
-// admission time, which names it in the outcome that follows.
+// can no longer be given back (it reached the server), even when the
+// report is no later than its admission (a coarse or fake clock: Wired is
+// then LastSent and the delay is unchanged); LastSent keeps its admission
+// time, which names it in the outcome that follows.
 func (g *Gate) RecordWired(sentAt, now time.Time) {
 	s := &g.State
-	if !s.LastSent.Equal(sentAt) || !now.After(s.LastOnWire()) {
+	if !s.LastSent.Equal(sentAt) {
 		return
 	}
-	s.Wired = now
+	switch {
+	case now.After(s.LastOnWire()):
+		s.Wired = now
+	case s.Wired.IsZero():
+		s.Wired = s.LastSent
+	}
 }
 
 // RecordWired implements WireRecorder.
@@ -78,10 +86,10 @@ func (t *Throttler) Wired(scopes Scopes, sentAt time.Time) {
 // SharedWirer is an optional Shared method: the request whose send time
 // is sentAt (as Admit or the shared frontier gave it) was just written to
 // its connection. In each of its scopes where it is still the last send,
-// the store moves that send to the moment it learns of the write (never
-// earlier than the write, whatever the workers' clocks say), so that the
-// next request of any worker waits the delay after the server saw this
-// one; and the request can no longer give its turn back. Without it a
+// the store records, beside the send's admission, the moment it learns of
+// the write (never earlier than the write, whatever the workers' clocks
+// say), so that the next request of any worker waits the delay after the
+// server saw this one; and the request can no longer give its turn back. Without it a
 // worker whose request waits between its admission and the wire (a dial,
 // a busy machine) lets another worker's next request reach the server
 // less than the delay after it.

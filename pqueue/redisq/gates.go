@@ -83,8 +83,8 @@ func decodeState(v map[string]string) throttling.GateState {
 	if v["lr"] != "" && v["pls"] != "" {
 		s.PrevSent, s.HasPrev = t("pls"), true
 	}
-	if !s.Wired.After(s.LastSent) {
-		s.Wired = time.Time{} // on the wire at its admission (lw = ls)
+	if s.Wired.Before(s.LastSent) {
+		s.Wired = time.Time{} // not reported (lw 0)
 	}
 	return s
 }

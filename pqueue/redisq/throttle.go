@@ -179,10 +179,11 @@ func (t *Throttling) SharedSentAt(sentAt time.Time) (time.Time, bool) {
 // Wired implements throttling.SharedWirer: the request sent at sentAt
 // reached its connection now. The mark goes to the outbox with its
 // acknowledgements and pushes (no round trip of its own); the apply
-// script moves the send time of each scope where the request is still
-// the last send to Redis's now minus the time the mark waited here, so
-// the next request of any worker waits the delay after the request
-// reached the server, not after its admission.
+// script records, in each scope where the request is still the last send,
+// Redis's now minus the time the mark waited here as the moment it
+// reached the wire (lw, beside its admission ls), so the next request of
+// any worker waits the delay after the request reached the server, not
+// after its admission.
 func (t *Throttling) Wired(sentAt time.Time) {
 	f, err := t.frontier()
 	if err != nil {

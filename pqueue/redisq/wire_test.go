@@ -205,4 +205,17 @@ func TestOldGateHashWithoutWireTimeShared(t *testing.T) {
 	if s := g.State; !s.HasPrev || !s.PrevSent.Equal(wire) || !s.LastSent.Equal(w.clk.Now()) {
 		t.Fatalf("after a send on an old gate: %+v; want the previous send %v", s, wire)
 	}
+	// A reservation still pending in a gate of that shape (lr names it,
+	// no lw field): its wire mark is recorded apart, and its turn kept.
+	if err := w.c.HDel(context.Background(), key, "lw", "nt").Err(); err != nil {
+		t.Fatal(err)
+	}
+	sent := w.clk.Now()
+	w.advance(7 * time.Millisecond)
+	a.thr.Wired(q.Scopes, q.SentAt)
+	flush(t, a.f)
+	g, _, _ = a.f.Store().Gate(context.Background(), "h.test")
+	if s := g.State; !s.LastSent.Equal(sent) || !s.Wired.Equal(w.clk.Now()) || !s.HasPrev {
+		t.Fatalf("wire mark on an old gate's pending send: %+v; want the admission %v kept, wired at %v", s, sent, w.clk.Now())
+	}
 }

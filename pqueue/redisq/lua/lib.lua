@@ -394,8 +394,9 @@ end
 -- its connection age ms before the worker built this call: in each of
 -- its scopes where it is still the last send, lw records now - age when
 -- that is later than what the gate knew (its admission, or an earlier
--- mark; the admission itself for a first mark no later): the delay to the next send counts from there, with the same jitter
--- factor, and so does the gap to the next send (its pls); the turn can no
+-- mark; the admission itself for a first mark no later): the delay to the
+-- next send counts from there, with the same jitter factor, and so does
+-- the gap to the next send (its pls); the turn can no
 -- longer be given back. ls keeps the admission, which names the request
 -- in its outcome, and the send before it stays known (pls, lr): the rate
 -- controller's gap bounds read both. The call runs after it was built, so
