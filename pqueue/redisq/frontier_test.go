@@ -131,6 +131,23 @@ func pop(t *testing.T, f *redisq.Frontier, now time.Time) (*pqueue.Popped, time.
 	return p, w
 }
 
+// popWhenDue advances the clock to 1 ms before d from now, where f must
+// pop nothing, then to d, where it must pop a request, which it returns;
+// what names the wait (failure messages).
+func popWhenDue(t *testing.T, w *world, f *redisq.Frontier, d time.Duration, what string) *pqueue.Popped {
+	t.Helper()
+	w.advance(d - time.Millisecond)
+	if q, _ := pop(t, f, w.clk.Now().Add(time.Hour)); q != nil {
+		t.Fatalf("sent 1 ms before the end of %s", what)
+	}
+	w.advance(time.Millisecond)
+	q, _ := pop(t, f, w.clk.Now().Add(time.Hour))
+	if q == nil {
+		t.Fatalf("not sent at the end of %s", what)
+	}
+	return q
+}
+
 // popReady pops until nothing is ready at now (hints are reset by the
 // caller's flushes and wake-ups).
 func popAll(t *testing.T, f *redisq.Frontier, now time.Time) []*pqueue.Popped {

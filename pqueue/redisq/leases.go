@@ -18,7 +18,8 @@ type lease struct {
 	id     pqueue.ID
 	sentAt int64 // UnixNano in the local clock, unique in the process
 	// admitted is the admission in Redis's clock: the send time the gates
-	// of its scopes recorded (ls), which names it to the policies.
+	// of its scopes recorded (ls), which names it to the policies. Set
+	// when the lease is made, never changed: read without the lock.
 	admitted  time.Time
 	admission bool
 	classes   string  // outcome per scope, set by the throttler when the download ends
@@ -62,18 +63,6 @@ func (ls *leases) bySentAt(t time.Time) *lease {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.bySent[t.UnixNano()]
-}
-
-// admittedAt returns the admission in Redis's clock of the reservation
-// sent at t, and whether it is held.
-func (ls *leases) admittedAt(t time.Time) (time.Time, bool) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	l := ls.bySent[t.UnixNano()]
-	if l == nil || l.admitted.IsZero() {
-		return time.Time{}, false
-	}
-	return l.admitted, true
 }
 
 // setOutcome records how the request sent at t ended (for its

@@ -42,6 +42,16 @@ func gateOf(t *testing.T, tw *tworker, scope string) throttling.GateParams {
 	return g.Params
 }
 
+// gateStateOf is the state of scope's gate in the job's store.
+func gateStateOf(t *testing.T, tw *tworker, scope string) throttling.GateState {
+	t.Helper()
+	g, ok, err := tw.f.Store().Gate(context.Background(), scope)
+	if err != nil || !ok {
+		t.Fatalf("gate of %s: %v %v", scope, ok, err)
+	}
+	return g.State
+}
+
 // The rate controller's start ramp (docs/throttling.md, "The start ramp,
 // not a slow start") paces a new scope's first requests in the shared gate
 // too, for every worker of the job: the first parameters of a scope the

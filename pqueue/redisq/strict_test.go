@@ -215,16 +215,22 @@ func (m *memCrawler) pop(*testing.T) *strictSent {
 	return &strictSent{p: &pqueue.Popped{Req: req, Scopes: m.scopes, Admitted: true, SentAt: now}}
 }
 
-func (m *memCrawler) robots(t *testing.T, s *strictSent) {
-	ctx := throttling.WithTurnOf(throttling.WithoutSlot(context.Background()), s.p.SentAt)
-	at, err := m.thr.Admit(ctx, s.p.Scopes)
+// robotsInTurn fetches robots.txt through thr as the engine does for the
+// request p: admitted at once in p's turn, answered 200; p is then not
+// sent (its turn was robots.txt's).
+func robotsInTurn(t *testing.T, thr *throttling.Throttler, p *pqueue.Popped) {
+	t.Helper()
+	ctx := throttling.WithTurnOf(throttling.WithoutSlot(context.Background()), p.SentAt)
+	at, err := thr.Admit(ctx, p.Scopes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	robots := spider.MustRequest("http://"+strictHost+"/robots.txt", nil)
-	m.thr.Done(context.Background(), robots, s.p.Scopes, at, &spider.Response{Request: robots, Status: http.StatusOK, URL: robots.URL}, nil)
-	m.thr.NotSent(context.Background(), s.p.Req, s.p.Scopes, s.p.SentAt)
+	thr.Done(context.Background(), robots, p.Scopes, at, &spider.Response{Request: robots, Status: http.StatusOK, URL: robots.URL}, nil)
+	thr.NotSent(context.Background(), p.Req, p.Scopes, p.SentAt)
 }
+
+func (m *memCrawler) robots(t *testing.T, s *strictSent) { robotsInTurn(t, m.thr, s.p) }
 
 func (m *memCrawler) wired(s *strictSent) { m.thr.Wired(s.p.Scopes, s.p.SentAt) }
 
@@ -297,17 +303,9 @@ func (c *sharedCrawler) pop(t *testing.T) *strictSent {
 
 func (c *sharedCrawler) robots(t *testing.T, s *strictSent) {
 	tw := c.workers[s.worker]
-	ctx := throttling.WithTurnOf(throttling.WithoutSlot(context.Background()), s.p.SentAt)
-	at, err := tw.thr.Admit(ctx, s.p.Scopes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	robots := spider.MustRequest("http://"+strictHost+"/robots.txt", nil)
-	tw.thr.Done(context.Background(), robots, s.p.Scopes, at, &spider.Response{Request: robots, Status: http.StatusOK, URL: robots.URL}, nil)
-	// As the engine: the seed is not sent (its turn is robots.txt's), its
-	// job is acknowledged and a copy goes back to the queue (the pages
-	// pushed are more than the script needs).
-	tw.thr.NotSent(context.Background(), s.p.Req, s.p.Scopes, s.p.SentAt)
+	robotsInTurn(t, tw.thr, s.p)
+	// As the engine: the seed's job is acknowledged and a copy goes back
+	// to the queue (the pages pushed are more than the script needs).
 	if err := tw.f.Ack(context.Background(), s.p.ID); err != nil {
 		t.Fatal(err)
 	}

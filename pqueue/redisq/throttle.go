@@ -173,7 +173,10 @@ func (t *Throttling) SharedSentAt(sentAt time.Time) (time.Time, bool) {
 	if err != nil {
 		return time.Time{}, false
 	}
-	return f.leases.admittedAt(sentAt)
+	if l := f.leases.bySentAt(sentAt); l != nil && !l.admitted.IsZero() {
+		return l.admitted, true
+	}
+	return time.Time{}, false
 }
 
 // Wired implements throttling.SharedWirer: the request sent at sentAt

@@ -41,15 +41,7 @@ func TestAdmitInTurnOfShared(t *testing.T) {
 	robots := seed.Req.Clone()
 	a.thr.Done(context.Background(), robots, seed.Scopes, at, nil, nil)
 	flush(t, a.f)
-	w.advance(2*time.Second - time.Millisecond)
-	if q, _ := pop(t, b.f, w.clk.Now().Add(time.Hour)); q != nil {
-		t.Fatal("b sent inside the delay after robots.txt")
-	}
-	w.advance(time.Millisecond)
-	q, _ := pop(t, b.f, w.clk.Now().Add(time.Hour))
-	if q == nil {
-		t.Fatal("b did not send the delay after robots.txt")
-	}
+	q := popWhenDue(t, w, b.f, 2*time.Second, "b's delay after robots.txt")
 	b.respond(t, q, http.StatusOK, nil)
 }
 
@@ -74,14 +66,7 @@ func TestTurnSendCountedShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	admitted := w.clk.Now()
-	gate := func() throttling.GateState {
-		t.Helper()
-		g, _, err := a.f.Store().Gate(context.Background(), "h.test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g.State
-	}
+	gate := func() throttling.GateState { t.Helper(); return gateStateOf(t, a, "h.test") }
 	if g := gate(); g.TurnSends != 1 || g.Sends != 2 || g.HasPrev || !g.LastSent.Equal(admitted) {
 		t.Fatalf("after robots.txt in the seed's turn: %+v; want 1 turn send of 2, the last at %v, none before it", g, admitted)
 	}

@@ -108,14 +108,7 @@ func TestWireMarkKeepsThePreviousSendShared(t *testing.T) {
 	a, b := w.throttled(t, "a", set), w.throttled(t, "b", set)
 	a.push(t, urls("h.test", 4)...)
 	w.advance(time.Second) // past the scope's start ramp
-	gate := func() throttling.GateState {
-		t.Helper()
-		g, ok, err := a.f.Store().Gate(context.Background(), "h.test")
-		if err != nil || !ok {
-			t.Fatalf("gate: %v %v", ok, err)
-		}
-		return g.State
-	}
+	gate := func() throttling.GateState { t.Helper(); return gateStateOf(t, a, "h.test") }
 	p1, _ := pop(t, a.f, w.clk.Now().Add(time.Hour))
 	if p1 == nil {
 		t.Fatal("first request not popped")
@@ -128,15 +121,7 @@ func TestWireMarkKeepsThePreviousSendShared(t *testing.T) {
 	if g := gate(); !g.LastSent.Equal(t1) || !g.Wired.Equal(w1) || !g.LastOnWire().Equal(w1) {
 		t.Fatalf("after the first wire mark: last sent %v, wired %v; want the admission %v and the write %v", g.LastSent, g.Wired, t1, w1)
 	}
-	w.advance(2*time.Second - time.Millisecond)
-	if q, _ := pop(t, b.f, w.clk.Now().Add(time.Hour)); q != nil {
-		t.Fatal("b sent inside the delay after the first request's write")
-	}
-	w.advance(time.Millisecond)
-	p2, _ := pop(t, b.f, w.clk.Now().Add(time.Hour))
-	if p2 == nil {
-		t.Fatal("b did not send the delay after the first request's write")
-	}
+	p2 := popWhenDue(t, w, b.f, 2*time.Second, "b's delay after the first request's write")
 	t2 := w.clk.Now()
 	if g := gate(); !g.HasPrev || !g.PrevSent.Equal(w1) || !g.LastSent.Equal(t2) || !g.Wired.IsZero() {
 		t.Fatalf("after the second send: %+v; want the last send %v, not wired, and the previous one at its write %v", g, t2, w1)
@@ -185,24 +170,11 @@ func TestOldGateHashWithoutWireTimeShared(t *testing.T) {
 	if err := w.c.HDel(context.Background(), key, "lw", "nt").Err(); err != nil {
 		t.Fatal(err)
 	}
-	g, _, err := a.f.Store().Gate(context.Background(), "h.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := g.State; !s.LastSent.Equal(wire) || !s.Wired.IsZero() || s.HasPrev || s.TurnSends != 0 {
+	if s := gateStateOf(t, a, "h.test"); !s.LastSent.Equal(wire) || !s.Wired.IsZero() || s.HasPrev || s.TurnSends != 0 {
 		t.Fatalf("old gate read as %+v; want the last send at %v, no wire time, no previous send", s, wire)
 	}
-	w.advance(2*time.Second + 499*time.Millisecond)
-	if q, _ := pop(t, a.f, w.clk.Now().Add(time.Hour)); q != nil {
-		t.Fatal("sent inside the delay after an old gate's last send")
-	}
-	w.advance(time.Millisecond)
-	q, _ := pop(t, a.f, w.clk.Now().Add(time.Hour))
-	if q == nil {
-		t.Fatal("not sent the delay after an old gate's last send")
-	}
-	g, _, _ = a.f.Store().Gate(context.Background(), "h.test")
-	if s := g.State; !s.HasPrev || !s.PrevSent.Equal(wire) || !s.LastSent.Equal(w.clk.Now()) {
+	q := popWhenDue(t, w, a.f, 2*time.Second+500*time.Millisecond, "the delay after an old gate's last send")
+	if s := gateStateOf(t, a, "h.test"); !s.HasPrev || !s.PrevSent.Equal(wire) || !s.LastSent.Equal(w.clk.Now()) {
 		t.Fatalf("after a send on an old gate: %+v; want the previous send %v", s, wire)
 	}
 	// A reservation still pending in a gate of that shape (lr names it,
@@ -214,8 +186,7 @@ func TestOldGateHashWithoutWireTimeShared(t *testing.T) {
 	w.advance(7 * time.Millisecond)
 	a.thr.Wired(q.Scopes, q.SentAt)
 	flush(t, a.f)
-	g, _, _ = a.f.Store().Gate(context.Background(), "h.test")
-	if s := g.State; !s.LastSent.Equal(sent) || !s.Wired.Equal(w.clk.Now()) || !s.HasPrev {
+	if s := gateStateOf(t, a, "h.test"); !s.LastSent.Equal(sent) || !s.Wired.Equal(w.clk.Now()) || !s.HasPrev {
 		t.Fatalf("wire mark on an old gate's pending send: %+v; want the admission %v kept, wired at %v", s, sent, w.clk.Now())
 	}
 }
