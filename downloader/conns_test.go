@@ -227,7 +227,7 @@ func TestIdleTimeoutFromSettings(t *testing.T) {
 	}
 	d := New(OptionsFromSettings(s))
 	defer d.Close()
-	if tr := d.client.Transport.(*http.Transport); tr.IdleConnTimeout != 180*time.Second || tr.MaxIdleConns < 1 {
+	if tr := d.rt.(*http.Transport); tr.IdleConnTimeout != 180*time.Second || tr.MaxIdleConns < 1 {
 		t.Errorf("transport IdleConnTimeout %v, MaxIdleConns %d", tr.IdleConnTimeout, tr.MaxIdleConns)
 	}
 }

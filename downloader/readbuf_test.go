@@ -56,7 +56,7 @@ func (r countingRaw) Read(f func(uintptr) bool) error {
 // countingTransport makes d's connections countingConns under its
 // connection tracker.
 func countingTransport(d *Downloader, reads *atomic.Int64) {
-	tr := d.client.Transport.(*http.Transport)
+	tr := d.rt.(*http.Transport)
 	tr.DialContext = d.conns.dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 		if err != nil {

@@ -38,12 +38,14 @@ func traceWire(ctx context.Context) context.Context {
 		return ctx
 	}
 	w := &wireTrace{fn: fn}
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: w.gotConn, WroteRequest: w.wroteRequest, GotFirstResponseByte: w.fire})
+	w.hooks = httptrace.ClientTrace{GotConn: w.gotConn, WroteRequest: w.wroteRequest, GotFirstResponseByte: w.fire}
+	return httptrace.WithClientTrace(ctx, &w.hooks)
 }
 
 // wireTrace is one request's wire report.
 type wireTrace struct {
-	fn func()
+	fn    func()
+	hooks httptrace.ClientTrace // the hooks calling the methods below (one allocation with w)
 	// conn is the tracked connection an HTTP/1 request is written to (the
 	// last one net/http got for it), nil otherwise. Atomic: a request
 	// net/http retries gets its next connection on another goroutine

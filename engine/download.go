@@ -100,8 +100,7 @@ func (e *Engine) process(ctx, wait, wire context.Context, job *scheduler.Job) {
 	}
 	e.freeSlot()
 
-	var fatal *middleware.FatalError
-	if errors.As(err, &fatal) {
+	if fatal, ok := errors.AsType[*middleware.FatalError](err); ok {
 		// A middleware cannot go on (its archive's disk is full): the
 		// crawl stops, and the job stays queued for a resume.
 		e.fail(fatal.Reason, err)

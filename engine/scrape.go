@@ -28,9 +28,9 @@ import (
 // the errback, a response through the spider middlewares to the callback.
 func (e *Engine) scrape(ctx context.Context, req *spider.Request, res *spider.Response, err error) {
 	out := &output{e: e, ctx: ctx}
-	var resched *middleware.RescheduleError
+	resched, isResched := errors.AsType[*middleware.RescheduleError](err)
 	switch {
-	case errors.As(err, &resched):
+	case isResched:
 		e.stats.Inc("engine/rescheduled/"+resched.Reason, 1)
 		for _, nr := range resched.Requests {
 			out.Request(nr)

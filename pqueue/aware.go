@@ -54,13 +54,12 @@ type ThrottlingAware struct {
 	// Nack (bounded by the requests in flight).
 	reserved map[ID]string
 
-	// tracked holds the names of the scopes in scopes, readable from
-	// Watch callbacks without q.mu; changed is signalled when one of them
-	// changes.
-	tracked sync.Map
-	changed chan struct{}
+	changed chan struct{} // signalled when a tracked scope changes
 
+	// dirtyMu guards what Watch callbacks touch without q.mu: the names
+	// of the scopes in scopes (tracked), and the changes recorded.
 	dirtyMu  sync.Mutex
+	tracked  map[string]struct{}
 	dirty    []string // scopes changed since the last Pop (from Watch)
 	dirtySet map[string]struct{}
 	spare    []string
@@ -76,7 +75,7 @@ func NewThrottlingAware(store Store, gate Gate, log zerolog.Logger) (*Throttling
 		store = NewMemoryStore()
 	}
 	q := &ThrottlingAware{store: store, gate: gate, log: log,
-		groups: map[string]*group{}, reserved: map[ID]string{}, scopes: map[string]*scopeState{}, dirtySet: map[string]struct{}{},
+		groups: map[string]*group{}, reserved: map[ID]string{}, scopes: map[string]*scopeState{}, tracked: map[string]struct{}{}, dirtySet: map[string]struct{}{},
 		changed: make(chan struct{}, 1)}
 	q.share, _ = gate.(QuotaSharer)
 	gate.Watch(q.markDirty)
@@ -91,8 +90,9 @@ func (q *ThrottlingAware) markDirty(scope string) {
 		q.dirtySet[scope] = struct{}{}
 		q.dirty = append(q.dirty, scope)
 	}
+	_, tracked := q.tracked[scope]
 	q.dirtyMu.Unlock()
-	if _, ok := q.tracked.Load(scope); ok {
+	if tracked {
 		select {
 		case q.changed <- struct{}{}:
 		default:

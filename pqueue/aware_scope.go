@@ -268,7 +268,9 @@ func (q *ThrottlingAware) scope(name string) *scopeState {
 	if st == nil {
 		st = &scopeState{name: name, timer: -1}
 		q.scopes[name] = st
-		q.tracked.Store(name, struct{}{})
+		q.dirtyMu.Lock()
+		q.tracked[name] = struct{}{}
+		q.dirtyMu.Unlock()
 	}
 	return st
 }
@@ -277,7 +279,9 @@ func (q *ThrottlingAware) scope(name string) *scopeState {
 func (q *ThrottlingAware) forget(st *scopeState) {
 	if len(st.waiting) == 0 && st.heldBy == nil && st.timer < 0 && q.scopes[st.name] == st {
 		delete(q.scopes, st.name)
-		q.tracked.Delete(st.name)
+		q.dirtyMu.Lock()
+		delete(q.tracked, st.name)
+		q.dirtyMu.Unlock()
 	}
 }
 

@@ -293,14 +293,21 @@ func (r *Response) ExtractLinks(ex *linkextract.Extractor) ([]linkextract.Link, 
 	return ex.Links(doc), nil
 }
 
-// Find is a shortcut for Doc().Find(selector); on a non-HTML response it
-// returns an empty selection.
+// Find is a shortcut for Doc().Find(selector); on a non-HTML response, or
+// for a selector that does not compile, it returns an empty selection.
+// The selector is compiled once and kept for the next pages (up to a
+// thousand distinct selectors); goquery's own Find compiles it on every
+// call.
 func (r *Response) Find(selector string) *goquery.Selection {
 	doc, err := r.Doc()
 	if err != nil {
 		return &goquery.Selection{}
 	}
-	return doc.Find(selector)
+	m, ok := compiledSelector(selector)
+	if !ok {
+		return doc.Find(selector) // goquery's empty selection for an invalid one
+	}
+	return doc.FindMatcher(m)
 }
 
 // JSON decodes the body into v.

@@ -19,13 +19,14 @@ import (
 // peak in-flight, the observed start rate and the time spent backing off.
 //
 // It is cheap on the hot path: global counters are atomics, each scope has
-// its own small lock, and the scope table is a sync.Map that is only written
-// when a scope is seen for the first time. Create it with NewRecorder; it is
+// its own small lock, and the scope table is a map under a read-write lock,
+// written only when a scope is seen for the first time. Create it with NewRecorder; it is
 // safe for concurrent use.
 type Recorder struct {
 	clock    clock.Clock
 	backoff  map[int]bool
-	scopes   sync.Map // string -> *scopeState
+	scopesMu sync.RWMutex
+	scopes   map[string]*scopeState
 	nscopes  atomic.Int64
 	started  atomic.Int64 // UnixNano of the crawl start (Begin or first start)
 	finished atomic.Int64 // UnixNano of End; 0 while running
@@ -93,14 +94,38 @@ func (r *Recorder) Begin(now time.Time) { r.started.CompareAndSwap(0, now.UnixNa
 func (r *Recorder) End(now time.Time) { r.finished.CompareAndSwap(0, now.UnixNano()) }
 
 func (r *Recorder) scope(name string) *scopeState {
-	if v, ok := r.scopes.Load(name); ok {
-		return v.(*scopeState)
+	if st := r.scopeIfAny(name); st != nil {
+		return st
 	}
-	v, loaded := r.scopes.LoadOrStore(name, &scopeState{name: name})
-	if !loaded {
+	r.scopesMu.Lock()
+	defer r.scopesMu.Unlock()
+	st := r.scopes[name]
+	if st == nil {
+		if r.scopes == nil {
+			r.scopes = map[string]*scopeState{}
+		}
+		st = &scopeState{name: name}
+		r.scopes[name] = st
 		r.nscopes.Add(1)
 	}
-	return v.(*scopeState)
+	return st
+}
+
+// scopeIfAny returns the named scope's state, nil if never seen.
+func (r *Recorder) scopeIfAny(name string) *scopeState {
+	r.scopesMu.RLock()
+	st := r.scopes[name]
+	r.scopesMu.RUnlock()
+	return st
+}
+
+// eachScope calls fn for every scope seen, in no order.
+func (r *Recorder) eachScope(fn func(*scopeState)) {
+	r.scopesMu.RLock()
+	defer r.scopesMu.RUnlock()
+	for _, st := range r.scopes {
+		fn(st)
+	}
 }
 
 // forEachScope calls fn for each scope of a request; a request without

@@ -270,17 +270,16 @@ func (s *SeriesRecorder) track(now time.Time) {
 	// top holds the best untracked candidates, most requests first, at
 	// most opts.Scopes of them.
 	top := make([]cand, 0, s.opts.Scopes+1)
-	s.rec.scopes.Range(func(k, v any) bool {
-		st := v.(*scopeState)
+	s.rec.eachScope(func(st *scopeState) {
 		st.mu.Lock()
 		n, first := st.requests, st.first
 		st.mu.Unlock()
 		if a, ok := s.scopes[st.name]; ok {
 			a.requests = n
-			return true
+			return
 		}
 		if n < need || len(top) == s.opts.Scopes && !better(n, st.name, top[len(top)-1].requests, top[len(top)-1].name) {
-			return true
+			return
 		}
 		i := len(top)
 		for i > 0 && better(n, st.name, top[i-1].requests, top[i-1].name) {
@@ -290,7 +289,6 @@ func (s *SeriesRecorder) track(now time.Time) {
 		if len(top) > s.opts.Scopes {
 			top = top[:s.opts.Scopes]
 		}
-		return true
 	})
 	for _, c := range top {
 		if len(s.scopes) >= s.opts.Scopes {
@@ -395,14 +393,6 @@ func clonePoints(p SeriesPoints) SeriesPoints {
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
-
-// scopeIfAny returns the named scope's state, nil if never seen.
-func (r *Recorder) scopeIfAny(name string) *scopeState {
-	if v, ok := r.scopes.Load(name); ok {
-		return v.(*scopeState)
-	}
-	return nil
-}
 
 // cumulative returns the crawl's counters for the series.
 func (r *Recorder) cumulative() cumulative {

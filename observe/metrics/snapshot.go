@@ -177,9 +177,8 @@ func (r *Recorder) Snapshot(ts ThrottleStates) Snapshot {
 	}
 
 	s.Scopes = make([]ScopeSnapshot, 0, r.nscopes.Load())
-	r.scopes.Range(func(_, v any) bool {
-		s.Scopes = append(s.Scopes, v.(*scopeState).snapshot(now, insp))
-		return true
+	r.eachScope(func(st *scopeState) {
+		s.Scopes = append(s.Scopes, st.snapshot(now, insp))
 	})
 	slices.SortFunc(s.Scopes, func(a, b ScopeSnapshot) int {
 		if a.Requests != b.Requests {
