@@ -36,6 +36,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/andybalholm/brotli"
 	"github.com/rs/zerolog"
@@ -169,19 +170,27 @@ func New(opts Options) *Downloader {
 // every request, for redirects it would follow.
 func (d *Downloader) roundTrip(hreq *http.Request) (*http.Response, error) {
 	if u := hreq.URL.User; u != nil && hreq.Header.Get("Authorization") == "" {
+		// On a copy, as the client did: the request a capture (WARC)
+		// records keeps the headers it was given.
 		pass, _ := u.Password()
+		hreq = hreq.Clone(hreq.Context())
 		hreq.SetBasicAuth(u.Username(), pass)
 	}
 	hres, err := d.rt.RoundTrip(hreq)
-	if err == nil && hres == nil {
+	switch {
+	case err == nil && hres == nil:
 		err = fmt.Errorf("http: RoundTripper implementation (%T) returned a nil *Response with a nil error", d.rt)
+	case err == nil && hres.Body == nil && hres.ContentLength > 0 && hreq.Method != http.MethodHead:
+		err = fmt.Errorf("http: RoundTripper implementation (%T) returned a *Response with content length %d but a nil Body", d.rt, hres.ContentLength)
+		hres = nil
 	}
 	if err != nil {
 		if hres != nil && hres.Body != nil {
 			hres.Body.Close()
 		}
-		var tlsErr tls.RecordHeaderError
-		if errors.As(err, &tlsErr) && string(tlsErr.RecordHeader[:]) == "HTTP/" {
+		// Only at the top, as the client: a proxy's TLS failure keeps its
+		// "proxyconnect" error (proxyError).
+		if tlsErr, ok := err.(tls.RecordHeaderError); ok && string(tlsErr.RecordHeader[:]) == "HTTP/" {
 			err = http.ErrSchemeMismatch
 		}
 		return nil, &url.Error{Op: urlErrorOp(hreq.Method), URL: hreq.URL.Redacted(), Err: err}
@@ -193,10 +202,15 @@ func (d *Downloader) roundTrip(hreq *http.Request) (*http.Response, error) {
 }
 
 // urlErrorOp is the Op of a *url.Error for method, as http.Client names
-// it: "Get", "Post".
+// it: "Get", "Post"; a method that is not ASCII as it is.
 func urlErrorOp(method string) string {
 	if method == "" {
 		return "Get"
+	}
+	for i := range len(method) {
+		if method[i] >= utf8.RuneSelf {
+			return method
+		}
 	}
 	if lower := strings.ToLower(method); lower != method {
 		return method[:1] + lower[1:]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/gocrawl/gocrawl/devtools/testproxy"
@@ -36,6 +37,9 @@ func TestProxyFailuresHaveTheirKind(t *testing.T) {
 		{"dead proxy", target.URL, "http://" + testproxy.Dead(), errkind.ProxyFailed, 0},
 		{"dead proxy, https", tlsTarget.URL, "http://" + testproxy.Dead(), errkind.ProxyFailed, 0},
 		{"CONNECT refused", tlsTarget.URL, refusing.URL(), errkind.ProxyFailed, 0},
+		// TLS to a proxy that answers in plain HTTP: the transport's
+		// "proxyconnect" error, not a scheme mismatch of the target.
+		{"https proxy speaking http", target.URL, "https://" + strings.TrimPrefix(good.URL(), "http://"), errkind.ProxyFailed, 0},
 		{"http refused is a response", target.URL, refusing.URL(), nil, 403},
 		{"no proxy, dead target", "http://" + testproxy.Dead(), "", errkind.DownloadFailed, 0},
 	} {

@@ -32,12 +32,19 @@ func TestRoundTripAsTheClient(t *testing.T) {
 	u, _ := url.Parse(srv.URL)
 
 	t.Run("credentials of the URL", func(t *testing.T) {
-		res, err := get(t, d, "http://alice:s3cret@"+u.Host+"/auth")
+		c := &Capture{}
+		req := spider.MustRequest("http://alice:s3cret@"+u.Host+"/auth", nil)
+		res, err := d.Fetch(WithCapture(context.Background(), c), req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := string(res.Body); got != "alice:s3cret:basic" {
 			t.Errorf("server saw %q, want alice's Basic credentials", got)
+		}
+		// As with http.Client, the header is added to a copy: the request
+		// an archive records has the headers it was given.
+		if c.Request == nil || c.Request.Header.Get("Authorization") != "" {
+			t.Errorf("captured request %v: want it without the Authorization made from the URL", c.Request)
 		}
 	})
 	t.Run("an Authorization header wins", func(t *testing.T) {
@@ -120,10 +127,21 @@ func TestRoundTripCustomTransport(t *testing.T) {
 	if res.Status != http.StatusNoContent || len(res.Body) != 0 {
 		t.Errorf("status %d, %d bytes: want 204 and no body", res.Status, len(res.Body))
 	}
+	// A length without a body is the transport's error, not an empty page;
+	// but a HEAD's length describes a body never sent.
+	answer = &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, ContentLength: 512}
+	if _, err := get(t, d, "http://127.0.0.1:1/lost"); err == nil || !strings.Contains(err.Error(), "content length 512 but a nil Body") {
+		t.Errorf("length 512, nil body: err = %v, want it named", err)
+	}
+	head := spider.MustRequest("http://127.0.0.1:1/head", nil)
+	head.Method = http.MethodHead
+	if res, err := d.Fetch(context.Background(), head); err != nil || res.Status != http.StatusOK {
+		t.Errorf("HEAD with a length and no body: %v, %v", res, err)
+	}
 }
 
 func TestURLErrorOp(t *testing.T) {
-	for method, want := range map[string]string{"": "Get", "GET": "Get", "POST": "Post", "HEAD": "Head", "get": "get", "PROPFIND": "Propfind"} {
+	for method, want := range map[string]string{"": "Get", "GET": "Get", "POST": "Post", "HEAD": "Head", "get": "get", "PROPFIND": "Propfind", "ÜBER": "ÜBER"} {
 		if got := urlErrorOp(method); got != want {
 			t.Errorf("urlErrorOp(%q) = %q, want %q", method, got, want)
 		}

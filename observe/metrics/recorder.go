@@ -119,11 +119,18 @@ func (r *Recorder) scopeIfAny(name string) *scopeState {
 	return st
 }
 
-// eachScope calls fn for every scope seen, in no order.
+// eachScope calls fn for every scope seen, in no order, outside the
+// table's lock: a pass over tens of thousands of scopes must not hold up
+// the first request of a new one (a waiting writer would then hold up
+// every reader).
 func (r *Recorder) eachScope(fn func(*scopeState)) {
 	r.scopesMu.RLock()
-	defer r.scopesMu.RUnlock()
+	all := make([]*scopeState, 0, len(r.scopes))
 	for _, st := range r.scopes {
+		all = append(all, st)
+	}
+	r.scopesMu.RUnlock()
+	for _, st := range all {
 		fn(st)
 	}
 }

@@ -303,3 +303,44 @@ func TestWriteSummary(t *testing.T) {
 		t.Errorf("big.example line = %q, want requests 20, ok 16, 429 4", lines[2])
 	}
 }
+
+// Snapshots taken while requests keep bringing new scopes see every scope
+// recorded before them, and neither blocks the other (run with -race).
+func TestRecorderSnapshotWhileScopesArrive(t *testing.T) {
+	rec := NewRecorder(RecorderOptions{Clock: clock.NewFake(t0)})
+	rec.Begin(t0)
+	const workers, perWorker = 3, 300
+	done := make(chan struct{})
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range perWorker {
+				sc := scopesOf(fmt.Sprintf("h%d-%d.example", w, i))
+				r := req(t, "http://"+sc[0].Name+"/")
+				rec.RequestStarted(t0, r, sc)
+				rec.RequestFinished(t0, r, sc, &spider.Response{Status: 200, Request: r}, nil)
+			}
+		}()
+	}
+	for finished, last := 0, 0; finished < workers; {
+		select {
+		case <-done:
+			finished++
+		default:
+		}
+		n := len(rec.Snapshot(nil).Scopes)
+		if n < last {
+			t.Fatalf("a snapshot has %d scopes, the one before %d", n, last)
+		}
+		last = n
+	}
+	snap := rec.Snapshot(nil)
+	if len(snap.Scopes) != workers*perWorker {
+		t.Fatalf("%d scopes, want %d", len(snap.Scopes), workers*perWorker)
+	}
+	for _, s := range snap.Scopes {
+		if s.Requests != 1 || s.OK != 1 {
+			t.Fatalf("scope %s: %d requests, %d ok; want 1 and 1", s.Scope, s.Requests, s.OK)
+		}
+	}
+}
