@@ -20,8 +20,8 @@ import (
 //
 // It is cheap on the hot path: global counters are atomics, each scope has
 // its own small lock, and the scope table is a map under a read-write lock,
-// written only when a scope is seen for the first time. Create it with NewRecorder; it is
-// safe for concurrent use.
+// written only when a scope is seen for the first time. Create it with
+// NewRecorder; it is safe for concurrent use.
 type Recorder struct {
 	clock    clock.Clock
 	backoff  map[int]bool
